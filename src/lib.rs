@@ -1,0 +1,5 @@
+//! scraper: a continuous-profiling scraper configured in Alloy syntax.
+//!
+//! See docs/ARCHITECTURE.md for what each module owns.
+
+pub mod syntax;

@@ -1,0 +1,8 @@
+//! The Alloy configuration language: lexer, parser, formatter, values, evaluation and decoding
+//! into component arguments. Nothing in here knows about components or the runtime.
+
+pub mod ast;
+pub mod diag;
+pub mod lexer;
+pub mod parser;
+pub mod value;

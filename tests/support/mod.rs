@@ -1,0 +1,4 @@
+//! Shared helpers for integration tests. Each test binary uses a subset.
+#![allow(dead_code)]
+
+pub mod corpus;
