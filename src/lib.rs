@@ -2,4 +2,5 @@
 //!
 //! See docs/ARCHITECTURE.md for what each module owns.
 
+pub mod pprof;
 pub mod syntax;

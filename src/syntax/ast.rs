@@ -300,7 +300,11 @@ impl Expr {
                 let mut parts = Vec::new();
                 if chain(self, &mut parts) {
                     f(&parts, self.span);
-                } else if let ExprKind::Access { value, .. } = &self.kind {
+                    return;
+                }
+                // A chain rooted in something other than an identifier (`f(x).y`): the
+                // references are inside its root.
+                if let ExprKind::Access { value, .. } = &self.kind {
                     value.for_each_reference(f);
                 }
             }

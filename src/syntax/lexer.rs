@@ -208,36 +208,97 @@ impl<'a> Lexer<'a> {
 
     /// Returns the next token. After EOF it keeps returning EOF.
     pub fn next_token(&mut self) -> Token<'a> {
-        loop {
-            self.skip_whitespace();
-            let start = self.offset;
-            let ch = self.ch;
-            let mut insert_term = false;
-            let tok;
+        self.skip_whitespace();
+        let start = self.offset;
+        let ch = self.ch;
+        let mut insert_term = false;
+        let tok;
 
-            if is_letter(ch) {
-                self.scan_identifier();
-                let text = self.text(start, self.offset);
-                let kind = match text.as_ref() {
-                    "true" | "false" => TokenKind::Bool,
-                    "null" => TokenKind::Null,
-                    _ => TokenKind::Ident,
-                };
-                insert_term = true;
-                tok = Token {
-                    kind,
-                    span: Span::new(start, self.offset),
-                    text,
-                };
-            } else if is_decimal(ch) || (ch == '.' as i32 && is_decimal(self.peek_byte() as i32)) {
-                insert_term = true;
-                let kind = self.scan_number(start);
-                tok = self.token(kind, start);
-            } else {
-                self.next();
-                let kind = match ch {
-                    EOF => {
-                        if self.insert_term {
+        if is_letter(ch) {
+            self.scan_identifier();
+            let text = self.text(start, self.offset);
+            let kind = match text.as_ref() {
+                "true" | "false" => TokenKind::Bool,
+                "null" => TokenKind::Null,
+                _ => TokenKind::Ident,
+            };
+            insert_term = true;
+            tok = Token {
+                kind,
+                span: Span::new(start, self.offset),
+                text,
+            };
+        } else if is_decimal(ch) || (ch == '.' as i32 && is_decimal(self.peek_byte() as i32)) {
+            insert_term = true;
+            let kind = self.scan_number(start);
+            tok = self.token(kind, start);
+        } else {
+            self.next();
+            let kind = match ch {
+                EOF => {
+                    if self.insert_term {
+                        self.insert_term = false;
+                        return Token {
+                            kind: TokenKind::Terminator,
+                            span: Span::new(start, start),
+                            text: "\n".into(),
+                        };
+                    }
+                    TokenKind::Eof
+                }
+                0x0A => {
+                    self.insert_term = false;
+                    return Token {
+                        kind: TokenKind::Terminator,
+                        span: Span::new(start, start + 1),
+                        text: "\n".into(),
+                    };
+                }
+                0x27 => {
+                    self.error(start, "illegal single-quoted string; use double quotes");
+                    insert_term = true;
+                    self.scan_string(start, '\'' as i32, true, false);
+                    TokenKind::Illegal
+                }
+                0x22 => {
+                    insert_term = true;
+                    self.scan_string(start, '"' as i32, true, false);
+                    TokenKind::String
+                }
+                0x60 => {
+                    insert_term = true;
+                    self.scan_string(start, '`' as i32, false, true);
+                    TokenKind::String
+                }
+                0x7C => {
+                    if self.ch != '|' as i32 {
+                        self.error(self.offset, "missing second | in ||");
+                    } else {
+                        self.next();
+                    }
+                    TokenKind::Or
+                }
+                0x26 => {
+                    if self.ch != '&' as i32 {
+                        self.error(self.offset, "missing second & in &&");
+                    } else {
+                        self.next();
+                    }
+                    TokenKind::And
+                }
+                0x21 => self.switch2(TokenKind::Not, TokenKind::NotEq),
+                0x3D => self.switch2(TokenKind::Assign, TokenKind::Eq),
+                0x3C => self.switch2(TokenKind::Lt, TokenKind::LtEq),
+                0x3E => self.switch2(TokenKind::Gt, TokenKind::GtEq),
+                0x2B => TokenKind::Add,
+                0x2D => TokenKind::Sub,
+                0x2A => TokenKind::Mul,
+                0x2F => {
+                    if self.ch == '/' as i32 || self.ch == '*' as i32 {
+                        if self.insert_term && self.comment_ends_line() {
+                            // The comment ends the statement: emit the terminator now and
+                            // scan the comment itself on the next call.
+                            self.rewind_to(start);
                             self.insert_term = false;
                             return Token {
                                 kind: TokenKind::Terminator,
@@ -245,113 +306,50 @@ impl<'a> Lexer<'a> {
                                 text: "\n".into(),
                             };
                         }
-                        TokenKind::Eof
-                    }
-                    0x0A => {
+                        let text = self.scan_comment(start);
                         self.insert_term = false;
                         return Token {
-                            kind: TokenKind::Terminator,
-                            span: Span::new(start, start + 1),
-                            text: "\n".into(),
+                            kind: TokenKind::Comment,
+                            span: Span::new(start, self.offset),
+                            text: text.into(),
                         };
                     }
-                    0x27 => {
-                        self.error(start, "illegal single-quoted string; use double quotes");
-                        insert_term = true;
-                        self.scan_string(start, '\'' as i32, true, false);
-                        TokenKind::Illegal
+                    TokenKind::Div
+                }
+                0x25 => TokenKind::Mod,
+                0x5E => TokenKind::Pow,
+                0x7B => TokenKind::LCurly,
+                0x7D => {
+                    insert_term = true;
+                    TokenKind::RCurly
+                }
+                0x28 => TokenKind::LParen,
+                0x29 => {
+                    insert_term = true;
+                    TokenKind::RParen
+                }
+                0x5B => TokenKind::LBrack,
+                0x5D => {
+                    insert_term = true;
+                    TokenKind::RBrack
+                }
+                0x2C => TokenKind::Comma,
+                0x2E => TokenKind::Dot,
+                other => {
+                    if other != BOM {
+                        self.error(start, format!("illegal character {}", go_rune_u(other)));
                     }
-                    0x22 => {
-                        insert_term = true;
-                        self.scan_string(start, '"' as i32, true, false);
-                        TokenKind::String
-                    }
-                    0x60 => {
-                        insert_term = true;
-                        self.scan_string(start, '`' as i32, false, true);
-                        TokenKind::String
-                    }
-                    0x7C => {
-                        if self.ch != '|' as i32 {
-                            self.error(self.offset, "missing second | in ||");
-                        } else {
-                            self.next();
-                        }
-                        TokenKind::Or
-                    }
-                    0x26 => {
-                        if self.ch != '&' as i32 {
-                            self.error(self.offset, "missing second & in &&");
-                        } else {
-                            self.next();
-                        }
-                        TokenKind::And
-                    }
-                    0x21 => self.switch2(TokenKind::Not, TokenKind::NotEq),
-                    0x3D => self.switch2(TokenKind::Assign, TokenKind::Eq),
-                    0x3C => self.switch2(TokenKind::Lt, TokenKind::LtEq),
-                    0x3E => self.switch2(TokenKind::Gt, TokenKind::GtEq),
-                    0x2B => TokenKind::Add,
-                    0x2D => TokenKind::Sub,
-                    0x2A => TokenKind::Mul,
-                    0x2F => {
-                        if self.ch == '/' as i32 || self.ch == '*' as i32 {
-                            if self.insert_term && self.comment_ends_line() {
-                                // The comment ends the statement: emit the terminator now and
-                                // scan the comment itself on the next call.
-                                self.rewind_to(start);
-                                self.insert_term = false;
-                                return Token {
-                                    kind: TokenKind::Terminator,
-                                    span: Span::new(start, start),
-                                    text: "\n".into(),
-                                };
-                            }
-                            let text = self.scan_comment(start);
-                            self.insert_term = false;
-                            return Token {
-                                kind: TokenKind::Comment,
-                                span: Span::new(start, self.offset),
-                                text: text.into(),
-                            };
-                        }
-                        TokenKind::Div
-                    }
-                    0x25 => TokenKind::Mod,
-                    0x5E => TokenKind::Pow,
-                    0x7B => TokenKind::LCurly,
-                    0x7D => {
-                        insert_term = true;
-                        TokenKind::RCurly
-                    }
-                    0x28 => TokenKind::LParen,
-                    0x29 => {
-                        insert_term = true;
-                        TokenKind::RParen
-                    }
-                    0x5B => TokenKind::LBrack,
-                    0x5D => {
-                        insert_term = true;
-                        TokenKind::RBrack
-                    }
-                    0x2C => TokenKind::Comma,
-                    0x2E => TokenKind::Dot,
-                    other => {
-                        if other != BOM {
-                            self.error(start, format!("illegal character {}", go_rune_u(other)));
-                        }
-                        insert_term = self.insert_term;
-                        TokenKind::Illegal
-                    }
-                };
-                tok = self.token(kind, start);
-            }
-
-            if self.insert_terms_enabled {
-                self.insert_term = insert_term;
-            }
-            return tok;
+                    insert_term = self.insert_term;
+                    TokenKind::Illegal
+                }
+            };
+            tok = self.token(kind, start);
         }
+
+        if self.insert_terms_enabled {
+            self.insert_term = insert_term;
+        }
+        tok
     }
 
     fn rewind_to(&mut self, offset: usize) {
