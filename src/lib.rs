@@ -2,5 +2,9 @@
 //!
 //! See docs/ARCHITECTURE.md for what each module owns.
 
+pub mod cli;
+pub mod components;
 pub mod pprof;
+pub mod runtime;
+pub mod server;
 pub mod syntax;

@@ -1,0 +1,78 @@
+//! The command line: `scraper run | check | fmt | version`.
+
+mod check;
+mod fmt;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::server::DEFAULT_LISTEN_ADDR;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "scraper",
+    version,
+    about = "Continuous-profiling scraper configured in Grafana Alloy syntax"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the components described by a config file.
+    Run(RunArgs),
+    /// Report every error in config files, without running anything.
+    Check {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Format config files in the canonical Alloy style.
+    Fmt {
+        /// Rewrite the files in place instead of printing them.
+        #[arg(short = 'w', long = "write")]
+        write: bool,
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Print the version.
+    Version,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The config file.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Address the HTTP server listens on (port 0 picks a free port; the log says which).
+    #[arg(long = "server.http.listen-addr", default_value = DEFAULT_LISTEN_ADDR)]
+    listen_addr: String,
+    /// Directory where components keep state across restarts.
+    #[arg(long = "storage.path", default_value = "data-scraper/")]
+    storage_path: PathBuf,
+}
+
+/// Parses the arguments and runs the command; `main.rs` is only this call.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Check { files } => Ok(check::check(&files)),
+        Command::Fmt { write, files } => Ok(fmt::fmt(&files, write)),
+        Command::Version => {
+            println!("scraper, version v{}", env!("CARGO_PKG_VERSION"));
+            Ok(ExitCode::SUCCESS)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

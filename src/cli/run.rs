@@ -1,0 +1,83 @@
+//! `scraper run FILE`: load the config, serve HTTP, reload on SIGHUP, stop on SIGINT/SIGTERM.
+
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use super::RunArgs;
+use crate::components;
+use crate::runtime::logging::{self, LoggingConfig, LoggingHandle};
+use crate::runtime::{Controller, ControllerOptions, MetricsRegistry};
+use crate::server::{self, AppState};
+
+pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    // Installed before anything else so that startup is logged; the config's `logging` block
+    // adjusts it once loaded.
+    let logging = logging::init(LoggingConfig::default()).context("setting up logging")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(run_async(args, logging))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> {
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "starting scraper");
+    let controller = Controller::new(ControllerOptions {
+        registry: components::builtin(),
+        storage_path: args.storage_path.clone(),
+        metrics: MetricsRegistry::new(),
+        logging: Some(logging),
+    });
+    // Listen before loading, as Alloy does: `/-/ready` answers 503 while the config loads.
+    let listener = TcpListener::bind(&args.listen_addr)
+        .await
+        .with_context(|| format!("failed to listen on {}", args.listen_addr))?;
+    let state = AppState {
+        controller: controller.clone(),
+        config_path: args.file.clone(),
+    };
+    let stop_server = CancellationToken::new();
+    let mut server = tokio::spawn(server::serve(listener, state.clone(), stop_server.clone()));
+
+    let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut sighup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
+
+    if let Err(e) = controller.load_file(&args.file).await {
+        eprint!("{}", e.render());
+        stop_server.cancel();
+        controller.shutdown().await;
+        bail!("could not perform the initial load successfully");
+    }
+    tracing::info!(file = %args.file.display(), "config loaded");
+
+    let server_result = loop {
+        tokio::select! {
+            _ = sigint.recv() => break None,
+            _ = sigterm.recv() => break None,
+            _ = sighup.recv() => {
+                tracing::info!("reload requested via SIGHUP");
+                // The outcome is logged by `reload`; a bad file keeps the running graph.
+                let _ = state.reload().await;
+            }
+            result = &mut server => break Some(result),
+        }
+    };
+    tracing::info!("shutting down");
+    stop_server.cancel();
+    controller.shutdown().await;
+    let result = match server_result {
+        Some(result) => result,
+        None => server.await,
+    };
+    match result {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e).context("http server failed"),
+        Err(e) => Err(e).context("http server task failed"),
+    }
+}

@@ -1,0 +1,12 @@
+//! The product's components, and the one place they are registered.
+//!
+//! To add a component: implement `crate::runtime::Component` for it in its own module, then add
+//! one `.with(Registration::new::<YourComponent>("namespace.name"))` line to [`builtin`]. Nothing
+//! else in the runtime, the CLI or the server needs to know about it.
+
+use crate::runtime::Registry;
+
+/// Every component `scraper run` and `scraper check` accept.
+pub fn builtin() -> Registry {
+    Registry::new()
+}

@@ -1,0 +1,165 @@
+//! Applying a config file: analyse it completely first (touching nothing), then swap it in.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::node::Node;
+use super::{Inner, LoadError, State, wait_for_exit};
+use crate::runtime::analyze::{Analysis, analyze};
+use crate::syntax::diag::{Diagnostic, Diagnostics, Source};
+use crate::syntax::parser::parse_file;
+
+impl Inner {
+    pub(super) async fn apply(&self, file_name: &str, src: &str) -> Result<(), LoadError> {
+        let result = self.apply_inner(file_name, src).await;
+        match &result {
+            Ok(()) => {
+                self.ctl.last_load_successful.set(1);
+            }
+            Err(_) => {
+                self.ctl.last_load_successful.set(0);
+                self.ctl.load_failures.inc();
+            }
+        }
+        result
+    }
+
+    async fn apply_inner(&self, file_name: &str, src: &str) -> Result<(), LoadError> {
+        let source = Source::new(file_name, src);
+        let (file, parse_diags) = parse_file(src);
+        if parse_diags.iter().any(Diagnostic::is_error) {
+            return Err(LoadError::Invalid(Diagnostics {
+                source,
+                items: parse_diags,
+            }));
+        }
+
+        let mut state = self.state.lock().await;
+        // Dependants of a component that survives the reload are checked against its live
+        // exports; new components can only offer their initial ones.
+        let analysis = {
+            let nodes = &state.nodes;
+            analyze(
+                &source,
+                &file,
+                &self.registry,
+                &self.base_scope,
+                &|decl| match nodes.get(&decl.id) {
+                    Some(n) if n.name() == decl.registration.name() => n.exports.get(),
+                    _ => decl.registration.initial_exports(),
+                },
+            )
+        };
+        let mut items = parse_diags;
+        items.extend(analysis.diags.iter().cloned());
+        if analysis.has_errors() {
+            return Err(LoadError::Invalid(Diagnostics { source, items }));
+        }
+        for warning in &items {
+            tracing::warn!("{}", source.short(warning));
+        }
+        self.commit(&mut state, source, &analysis).await
+    }
+
+    async fn commit(
+        &self,
+        state: &mut State,
+        source: Source,
+        analysis: &Analysis<'_>,
+    ) -> Result<(), LoadError> {
+        self.ctl.evaluating.set(1);
+        let decls = &analysis.loaded.components;
+        let wanted: HashMap<&str, &'static str> = decls
+            .iter()
+            .map(|d| (d.id.as_str(), d.registration.name()))
+            .collect();
+
+        // Stop what is gone first, so that a replacement never runs next to its predecessor
+        // (two scrapers of the same target, two listeners on one port).
+        let removed: Vec<String> = state
+            .nodes
+            .iter()
+            .filter(|(id, n)| wanted.get(id.as_str()) != Some(&n.name()))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut stopping = Vec::new();
+        for id in removed {
+            if let Some(mut node) = state.nodes.remove(&id) {
+                tracing::info!(component_id = %id, "stopping removed component");
+                node.cancel.cancel();
+                if let Some(task) = node.task.take() {
+                    stopping.push((id, task));
+                }
+            }
+        }
+        wait_for_exit(stopping).await;
+
+        for decl in decls {
+            match state.nodes.get_mut(&decl.id) {
+                // Same ID and component: keep the running instance (and its state); the new
+                // block is picked up by the evaluation below.
+                Some(node) => node.block = decl.block.clone(),
+                None => {
+                    state
+                        .nodes
+                        .insert(decl.id.clone(), Node::new(decl, &self.shutdown));
+                }
+            }
+        }
+        for node in state.nodes.values_mut() {
+            node.references.clear();
+            node.referenced_by.clear();
+        }
+        for (from, deps) in analysis.graph.deps.iter().enumerate() {
+            for &to in deps {
+                let (from_id, to_id) = (&decls[from].id, &decls[to].id);
+                if let Some(n) = state.nodes.get_mut(from_id) {
+                    n.references.insert(to_id.clone());
+                }
+                if let Some(n) = state.nodes.get_mut(to_id) {
+                    n.referenced_by.insert(from_id.clone());
+                }
+            }
+        }
+        state.order = analysis
+            .graph
+            .order
+            .iter()
+            .map(|&i| decls[i].id.clone())
+            .collect();
+        state.position = state
+            .order
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.clone(), i))
+            .collect();
+        state.source = Arc::new(source);
+
+        if let Some(logging) = &self.logging
+            && let Err(e) = logging.apply(analysis.logging)
+        {
+            tracing::warn!(error = %e, "could not apply the logging block");
+        }
+
+        tracing::info!("starting complete graph evaluation");
+        let mut failures = Vec::new();
+        for id in state.order.clone() {
+            if let Err(msg) = state.evaluate(self, &id) {
+                failures.push(format!("{id}: {msg}"));
+            }
+        }
+        tracing::info!(
+            components = state.order.len(),
+            "finished complete graph evaluation"
+        );
+        self.ctl.evaluating.set(0);
+        self.ready.store(true, Ordering::SeqCst);
+        state.update_running_metric(&self.ctl);
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(LoadError::Components(failures))
+        }
+    }
+}

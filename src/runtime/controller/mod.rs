@@ -1,0 +1,343 @@
+//! The controller: owns the running component graph, evaluates blocks in dependency order,
+//! re-evaluates dependants when exports change, and applies new versions of the config file.
+//!
+//! Concurrency model: the graph state sits behind one async mutex, held for a whole apply or
+//! a whole re-evaluation cascade, so evaluations never interleave. Components publish exports
+//! without touching that lock (each node's exports live in their own cell) and a single worker
+//! task turns "exports changed" notifications into cascades.
+
+mod apply;
+mod cascade;
+mod metrics;
+mod node;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Mutex, Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use self::metrics::ControllerMetrics;
+use self::node::{BuildContext, Node};
+use super::analyze::scope_for;
+use super::component::{Component, ExportsChanged, PendingCounter};
+use super::health::HealthState;
+use super::info::ComponentInfo;
+use super::logging::LoggingHandle;
+use super::metrics::MetricsRegistry;
+use super::registry::Registry;
+use crate::syntax::diag::{Diagnostic, Diagnostics, Source};
+use crate::syntax::eval::Scope;
+
+/// How long shutdown and reloads wait for a stopped component's `run` to return before moving on
+/// without it.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct ControllerOptions {
+    pub registry: Registry,
+    /// `--storage.path`: components get `<storage_path>/<component id>`.
+    pub storage_path: PathBuf,
+    pub metrics: MetricsRegistry,
+    /// Present in the real process, so that the `logging` block takes effect; absent in tests,
+    /// which must not install a global subscriber.
+    pub logging: Option<LoggingHandle>,
+}
+
+impl ControllerOptions {
+    pub fn new(registry: Registry) -> Self {
+        ControllerOptions {
+            registry,
+            storage_path: PathBuf::from("data-scraper"),
+            metrics: MetricsRegistry::new(),
+            logging: None,
+        }
+    }
+}
+
+/// Why a config could not be (fully) applied.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file has errors; nothing was changed.
+    #[error("{}", short_lines(.0))]
+    Invalid(Diagnostics),
+    /// The file was applied, but some components failed to build or update; they are marked
+    /// unhealthy and retried when their inputs change.
+    #[error("config applied, but some components failed:\n{}", .0.join("\n"))]
+    Components(Vec<String>),
+}
+
+impl LoadError {
+    /// The full rendering for a terminal: each error with its source line and a caret.
+    pub fn render(&self) -> String {
+        match self {
+            LoadError::Invalid(d) => {
+                let errors: Vec<Diagnostic> =
+                    d.items.iter().filter(|x| x.is_error()).cloned().collect();
+                d.source.render_all(&errors)
+            }
+            other => format!("{other}\n"),
+        }
+    }
+}
+
+fn short_lines(d: &Diagnostics) -> String {
+    let lines: Vec<String> = d
+        .items
+        .iter()
+        .filter(|x| x.is_error())
+        .map(|x| d.source.short(x))
+        .collect();
+    lines.join("\n")
+}
+
+/// A handle on the controller; clones share it.
+#[derive(Clone)]
+pub struct Controller {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    registry: Registry,
+    storage_path: PathBuf,
+    metrics: MetricsRegistry,
+    logging: Option<LoggingHandle>,
+    ctl: Arc<ControllerMetrics>,
+    base_scope: Scope,
+    state: Mutex<State>,
+    events: mpsc::UnboundedSender<ExportsChanged>,
+    pending: PendingCounter,
+    idle: Notify,
+    ready: AtomicBool,
+    shutdown: CancellationToken,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+pub(crate) struct State {
+    /// The file the graph was loaded from, for positions in evaluation errors.
+    source: Arc<Source>,
+    nodes: HashMap<String, Node>,
+    /// Evaluation order, dependencies first.
+    order: Vec<String>,
+    position: HashMap<String, usize>,
+}
+
+impl Controller {
+    /// Creates an empty controller. Must be called inside a tokio runtime: it spawns the worker
+    /// that re-evaluates dependants when exports change.
+    pub fn new(opts: ControllerOptions) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let inner = Arc::new(Inner {
+            ctl: ControllerMetrics::register(&opts.metrics),
+            registry: opts.registry,
+            storage_path: opts.storage_path,
+            metrics: opts.metrics,
+            logging: opts.logging,
+            base_scope: Scope::stdlib(),
+            state: Mutex::new(State {
+                source: Arc::new(Source::new("", "")),
+                nodes: HashMap::new(),
+                order: Vec::new(),
+                position: HashMap::new(),
+            }),
+            events: tx,
+            pending: Arc::new(AtomicUsize::new(0)),
+            idle: Notify::new(),
+            ready: AtomicBool::new(false),
+            shutdown: CancellationToken::new(),
+        });
+        tokio::spawn(cascade::worker(Arc::downgrade(&inner), rx));
+        Controller { inner }
+    }
+
+    /// Applies a config file's text. On [`LoadError::Invalid`] the running graph is untouched.
+    pub async fn apply_source(&self, file_name: &str, src: &str) -> Result<(), LoadError> {
+        self.inner.apply(file_name, src).await
+    }
+
+    /// Reads and applies a config file (startup, `/-/reload`, SIGHUP).
+    pub async fn load_file(&self, path: &Path) -> Result<(), LoadError> {
+        let src = match tokio::fs::read(path).await {
+            Ok(bytes) => bytes,
+            Err(source) => {
+                self.inner.ctl.last_load_successful.set(0);
+                self.inner.ctl.load_failures.inc();
+                return Err(LoadError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let src = match String::from_utf8(src) {
+            Ok(s) => s,
+            // Let the parser report where the bad bytes are, like Alloy does.
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
+        self.apply_source(&path.display().to_string(), &src).await
+    }
+
+    /// True once a config has been applied (`/-/ready`).
+    pub fn is_ready(&self) -> bool {
+        self.inner.ready.load(Ordering::SeqCst)
+    }
+
+    pub fn metrics(&self) -> &MetricsRegistry {
+        &self.inner.metrics
+    }
+
+    /// Every component, in evaluation order, without arguments, exports or debug info.
+    pub async fn components(&self) -> Vec<ComponentInfo> {
+        let state = self.inner.state.lock().await;
+        state
+            .order
+            .iter()
+            .filter_map(|id| state.nodes.get(id))
+            .map(|n| n.info(false))
+            .collect()
+    }
+
+    /// One component with everything known about it.
+    pub async fn component(&self, id: &str) -> Option<ComponentInfo> {
+        let state = self.inner.state.lock().await;
+        state.nodes.get(id).map(|n| n.info(true))
+    }
+
+    /// IDs of the components whose health is `unhealthy` (`/-/healthy`).
+    pub async fn unhealthy_components(&self) -> Vec<String> {
+        let state = self.inner.state.lock().await;
+        state
+            .order
+            .iter()
+            .filter_map(|id| state.nodes.get(id))
+            .filter(|n| n.health().state == HealthState::Unhealthy)
+            .map(|n| n.id.clone())
+            .collect()
+    }
+
+    /// The running instance of component `id`, if it is built and of type `C`.
+    pub async fn instance<C: Component>(&self, id: &str) -> Option<Arc<C>> {
+        let state = self.inner.state.lock().await;
+        let instance = state.nodes.get(id)?.instance()?.clone();
+        instance.into_any().downcast::<C>().ok()
+    }
+
+    /// Waits until every published exports change has been propagated through the graph.
+    pub async fn wait_idle(&self) {
+        loop {
+            let notified = self.inner.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.inner.pending.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Refreshes gauges computed from component state (called before `/metrics` is served, so
+    /// that components which exited since the last evaluation are counted as such).
+    pub async fn refresh_metrics(&self) {
+        let state = self.inner.state.lock().await;
+        state.update_running_metric(&self.inner.ctl);
+    }
+
+    /// Stops every component and waits (bounded) for them to return from `run`.
+    pub async fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+        let mut state = self.inner.state.lock().await;
+        let tasks: Vec<_> = state
+            .nodes
+            .values_mut()
+            .filter_map(|n| n.task.take().map(|t| (n.id.clone(), t)))
+            .collect();
+        wait_for_exit(tasks).await;
+    }
+}
+
+impl Inner {
+    fn build_context<'a>(&'a self, source: &'a Source) -> BuildContext<'a> {
+        BuildContext {
+            source,
+            storage_path: &self.storage_path,
+            metrics: &self.metrics,
+            events: &self.events,
+            pending: &self.pending,
+        }
+    }
+
+    /// Marks `consumed` notifications as fully processed.
+    fn settle(&self, consumed: usize) {
+        if self.pending.fetch_sub(consumed, Ordering::SeqCst) == consumed {
+            self.idle.notify_waiters();
+        }
+    }
+}
+
+impl State {
+    /// Evaluates one node against the current exports of the nodes it references.
+    fn evaluate(&mut self, inner: &Inner, id: &str) -> Result<(), String> {
+        let Some(node) = self.nodes.get(id) else {
+            return Ok(());
+        };
+        let scope = scope_for(
+            &inner.base_scope,
+            node.references
+                .iter()
+                .filter_map(|dep| self.nodes.get(dep))
+                .map(|dep| (dep.path.as_slice(), dep.exports.get())),
+        );
+        let source = self.source.clone();
+        let Some(node) = self.nodes.get_mut(id) else {
+            return Ok(());
+        };
+        let start = Instant::now();
+        let result = node.evaluate(&scope, &inner.build_context(&source));
+        inner
+            .ctl
+            .evaluation_seconds
+            .observe(start.elapsed().as_secs_f64());
+        if let Err(msg) = &result {
+            tracing::error!(component_id = %id, error = %msg, "failed to evaluate config");
+        }
+        result
+    }
+
+    fn update_running_metric(&self, ctl: &ControllerMetrics) {
+        let mut counts: Vec<(HealthState, i64)> = Vec::new();
+        for node in self.nodes.values() {
+            let state = node.health().state;
+            match counts.iter_mut().find(|(s, _)| *s == state) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((state, 1)),
+            }
+        }
+        ctl.set_running(&counts);
+    }
+}
+
+/// Waits for stopped components' tasks, giving up (and logging) after [`STOP_TIMEOUT`] so that a
+/// component ignoring cancellation cannot block a reload or shutdown forever.
+async fn wait_for_exit(tasks: Vec<(String, tokio::task::JoinHandle<()>)>) {
+    if tasks.is_empty() {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + STOP_TIMEOUT;
+    for (id, task) in tasks {
+        if tokio::time::timeout_at(deadline, task).await.is_err() {
+            tracing::warn!(component_id = %id, "component did not stop in time; abandoning it");
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The one Prometheus registry of the process, shared by the controller and every component.
+//!
+//! prometheus-client cannot unregister metrics and writes one `# TYPE` block per registration, so
+//! two instances of a component registering the same name would produce an invalid exposition.
+//! Components therefore register their metric *families* once per component type, through
+//! [`MetricsRegistry::get_or_register`], and tell instances apart with the `component_id` label
+//! (see [`component_labels`]); an instance removes its own series when it exits.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use prometheus_client::encoding::text;
+use prometheus_client::registry::Registry;
+
+/// The label set Alloy puts on component metrics: `component_id` plus `component_path` (`/` for
+/// the root module, the only one we have).
+pub type Labels = Vec<(String, String)>;
+
+pub fn component_labels(component_id: &str) -> Labels {
+    vec![
+        ("component_id".to_string(), component_id.to_string()),
+        ("component_path".to_string(), "/".to_string()),
+    ]
+}
+
+/// A cheaply cloneable handle on the shared registry.
+#[derive(Clone, Default)]
+pub struct MetricsRegistry {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    registry: Mutex<Registry>,
+    /// Metric sets already registered, by type, so each is registered exactly once.
+    sets: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl fmt::Debug for MetricsRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetricsRegistry").finish_non_exhaustive()
+    }
+}
+
+impl MetricsRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Returns the process-wide instance of the metric set `T`, registering it with `init` the
+    /// first time any component of that type asks for it.
+    pub fn get_or_register<T, F>(&self, init: F) -> Arc<T>
+    where
+        T: Any + Send + Sync,
+        F: FnOnce(&mut Registry) -> T,
+    {
+        let mut sets = lock(&self.inner.sets);
+        if let Some(existing) = sets.get(&TypeId::of::<T>())
+            && let Ok(set) = existing.clone().downcast::<T>()
+        {
+            return set;
+        }
+        let set = Arc::new(init(&mut lock(&self.inner.registry)));
+        sets.insert(TypeId::of::<T>(), set.clone());
+        set
+    }
+
+    /// The exposition in OpenMetrics text format (what `/metrics` serves).
+    pub fn encode(&self) -> Result<String, fmt::Error> {
+        let mut out = String::new();
+        text::encode(&mut out, &lock(&self.inner.registry))?;
+        Ok(out)
+    }
+}
+
+/// A panic while a metric was being registered leaves the registry itself consistent, so a
+/// poisoned lock is not a reason to stop serving metrics.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use prometheus_client::metrics::counter::Counter;
+    use prometheus_client::metrics::family::Family;
+
+    use super::*;
+
+    struct Set {
+        hits: Family<Labels, Counter>,
+    }
+
+    #[test]
+    fn registers_a_set_once_and_labels_instances() {
+        let reg = MetricsRegistry::new();
+        let mk = |r: &mut Registry| {
+            let hits = Family::<Labels, Counter>::default();
+            r.register("test_hits", "Hits.", hits.clone());
+            Set { hits }
+        };
+        let a = reg.get_or_register(mk);
+        let b = reg.get_or_register(mk);
+        assert!(Arc::ptr_eq(&a, &b));
+        a.hits.get_or_create(&component_labels("test.a.x")).inc();
+        b.hits
+            .get_or_create(&component_labels("test.a.y"))
+            .inc_by(2);
+        let text = reg.encode().expect("encode");
+        assert_eq!(
+            text.matches("# TYPE test_hits counter").count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"test_hits_total{component_id="test.a.y",component_path="/"} 2"#),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! The component runtime: the [`Component`] contract, the [`Registry`] of component types, and
+//! the [`Controller`] that loads a config file into a graph of running components and keeps it
+//! up to date as exports change and the file is reloaded.
+//!
+//! Reading order: `component` (the trait), `registry`, `loader` and `graph` (from a file to a
+//! graph), `analyze` (everything checkable without running anything), `controller` (running it).
+
+mod analyze;
+mod check;
+pub mod component;
+pub mod controller;
+mod graph;
+pub mod health;
+pub mod info;
+mod loader;
+mod logfmt;
+pub mod logging;
+pub mod metrics;
+pub mod registry;
+pub mod timefmt;
+
+pub use check::check;
+pub use component::{BoxError, Component, ComponentOptions, ExportsHandle};
+pub use controller::{Controller, ControllerOptions, LoadError};
+pub use health::{Health, HealthState};
+pub use info::ComponentInfo;
+pub use metrics::MetricsRegistry;
+pub use registry::{Registration, Registry};

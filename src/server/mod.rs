@@ -1,0 +1,73 @@
+//! The HTTP server, with Alloy's endpoints: `/metrics`, `/-/ready`, `/-/healthy`, `/-/reload`,
+//! the component API under `/api/v0/web/`, a plain HTML overview at `/`, and
+//! `/debug/pprof/profile` for profiling scraper itself.
+//!
+//! Response bodies of the `/-/` endpoints are Alloy's, word for word ("Alloy is ready."), so
+//! probes and scripts written for Alloy keep working against scraper.
+
+mod api;
+mod lifecycle;
+mod metrics;
+mod pprof;
+mod ui;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use axum::Router;
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::runtime::{Controller, LoadError};
+
+/// Alloy's default; loopback so that a fresh install exposes nothing.
+pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:12345";
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pub controller: Controller,
+    /// The file `/-/reload` re-reads.
+    pub config_path: PathBuf,
+}
+
+impl AppState {
+    /// Re-reads and applies the config file (`/-/reload` and SIGHUP).
+    pub async fn reload(&self) -> Result<(), LoadError> {
+        let result = self.controller.load_file(&self.config_path).await;
+        match &result {
+            Ok(()) => tracing::info!("config reloaded"),
+            Err(e) => tracing::error!(error = %e, "failed to reload config"),
+        }
+        result
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(ui::index))
+        .route("/metrics", get(metrics::metrics))
+        .route("/-/ready", get(lifecycle::ready))
+        .route("/-/healthy", get(lifecycle::healthy))
+        .route("/-/reload", get(lifecycle::reload).post(lifecycle::reload))
+        .route("/api/v0/web/components", get(api::list))
+        .route("/api/v0/web/components/{id}", get(api::get))
+        .route("/debug/pprof/profile", get(pprof::profile))
+        .with_state(state)
+}
+
+/// Serves until `shutdown` is cancelled, then finishes in-flight requests.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let addr: Option<SocketAddr> = listener.local_addr().ok();
+    if let Some(addr) = addr {
+        tracing::info!(addr = %addr, "now listening for http traffic");
+    }
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+}

@@ -1,0 +1,2303 @@
+//! The Alloy standard library (`syntax/internal/stdlib` in grafana/alloy).
+//!
+//! Functions behave like their Go counterparts, including how arguments are converted: a
+//! string parameter accepts a number (converted to its decimal text) and null (the empty
+//! string), and rejects a secret with "secrets may not be converted into strings". Errors are
+//! split into problems with the call as a whole (reported at the call as `<function> <message>`)
+//! and problems with one argument (reported at that argument, or at the literal element inside
+//! it, as `<argument> <message>`), which is how Alloy words them.
+//!
+//! Secrets never leak through a function: functions that take any value (`string.format`,
+//! `encoding.to_json`) return a secret when an argument contains one.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::sync::{Arc, OnceLock};
+
+use base64::Engine as _;
+
+use super::eval::{PathSeg, format_float, number_to_string};
+use super::value::{Function, Number, Secret, Type, Value};
+
+/// Alloy's warning for deprecated top-level aliases such as `env` and `concat`.
+pub const DEPRECATION_MESSAGE: &str = "this stdlib function is deprecated; please refer to the documentation for updated usage and alternatives";
+
+/// Why a standard-library call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FnError {
+    /// A problem with the call as a whole (wrong number of arguments, a failure inside the
+    /// function). Reported as `<function expression> <message>`.
+    Call(String),
+    /// A problem with argument `index`, or with the element at `path` inside it.
+    Arg {
+        index: usize,
+        path: Vec<PathSeg>,
+        message: String,
+    },
+}
+
+impl FnError {
+    fn arg(index: usize, message: impl Into<String>) -> Self {
+        FnError::Arg {
+            index,
+            path: Vec::new(),
+            message: message.into(),
+        }
+    }
+
+    fn arg_at(index: usize, path: Vec<PathSeg>, message: impl Into<String>) -> Self {
+        FnError::Arg {
+            index,
+            path,
+            message: message.into(),
+        }
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            FnError::Call(m) => m,
+            FnError::Arg { message, .. } => message,
+        }
+    }
+}
+
+type RichFn = fn(Vec<Value>) -> Result<Value, FnError>;
+
+struct Stdlib {
+    /// Top-level identifiers: namespaces as objects, functions, and deprecated aliases.
+    identifiers: BTreeMap<String, Value>,
+    /// Implementation of each stdlib function value, keyed by the address of its closure, so
+    /// the evaluator gets structured errors while `Function::func` stays a plain closure.
+    rich: HashMap<usize, RichFn>,
+}
+
+fn func_key(f: &Function) -> usize {
+    Arc::as_ptr(&f.func) as *const () as usize
+}
+
+fn make_fn(name: &'static str, imp: RichFn, rich: &mut HashMap<usize, RichFn>) -> Value {
+    let f = Function {
+        name,
+        func: Arc::new(move |args: &[Value]| imp(args.to_vec()).map_err(|e| e.message().to_string())),
+    };
+    rich.insert(func_key(&f), imp);
+    Value::Function(f)
+}
+
+fn build() -> Stdlib {
+    let mut rich = HashMap::new();
+    let mut ids = BTreeMap::new();
+
+    let ns = |entries: &[(&'static str, RichFn)], rich: &mut HashMap<usize, RichFn>| {
+        Value::Object(
+            entries
+                .iter()
+                .map(|(name, imp)| {
+                    // The function's name is its full dotted name, for messages and the API.
+                    let short = name.rsplit('.').next().unwrap_or(name).to_string();
+                    (short, make_fn(name, *imp, rich))
+                })
+                .collect(),
+        )
+    };
+
+    ids.insert(
+        "sys".to_string(),
+        ns(&[("sys.env", sys_env as RichFn)], &mut rich),
+    );
+    ids.insert(
+        "convert".to_string(),
+        ns(&[("convert.nonsensitive", nonsensitive as RichFn)], &mut rich),
+    );
+    ids.insert(
+        "array".to_string(),
+        ns(
+            &[
+                ("array.concat", concat as RichFn),
+                ("array.combine_maps", combine_maps),
+                ("array.group_by", group_by),
+            ],
+            &mut rich,
+        ),
+    );
+    ids.insert(
+        "encoding".to_string(),
+        ns(
+            &[
+                ("encoding.from_json", from_json as RichFn),
+                ("encoding.from_yaml", from_yaml),
+                ("encoding.from_base64", from_base64),
+                ("encoding.from_URLbase64", from_url_base64),
+                ("encoding.to_json", to_json),
+                ("encoding.to_base64", to_base64),
+                ("encoding.to_URLbase64", to_url_base64),
+                ("encoding.url_encode", url_encode),
+                ("encoding.url_decode", url_decode),
+            ],
+            &mut rich,
+        ),
+    );
+    ids.insert(
+        "string".to_string(),
+        ns(
+            &[
+                ("string.format", format as RichFn),
+                ("string.join", join),
+                ("string.replace", replace),
+                ("string.split", split),
+                ("string.to_lower", to_lower),
+                ("string.to_upper", to_upper),
+                ("string.trim", trim),
+                ("string.trim_prefix", trim_prefix),
+                ("string.trim_suffix", trim_suffix),
+                ("string.trim_space", trim_space),
+            ],
+            &mut rich,
+        ),
+    );
+    ids.insert(
+        "file".to_string(),
+        ns(&[("file.path_join", path_join as RichFn)], &mut rich),
+    );
+    ids.insert("constants".to_string(), constants());
+    ids.insert(
+        "coalesce".to_string(),
+        make_fn("coalesce", coalesce, &mut rich),
+    );
+
+    for (name, imp) in DEPRECATED {
+        ids.insert(name.to_string(), make_fn(name, *imp, &mut rich));
+    }
+
+    Stdlib {
+        identifiers: ids,
+        rich,
+    }
+}
+
+/// Deprecated top-level aliases, still accepted (Alloy logs a warning for them).
+const DEPRECATED: &[(&str, RichFn)] = &[
+    ("env", sys_env),
+    ("nonsensitive", nonsensitive),
+    ("concat", concat),
+    ("json_decode", from_json),
+    ("yaml_decode", from_yaml),
+    ("base64_decode", from_base64),
+    ("format", format),
+    ("join", join),
+    ("replace", replace),
+    ("split", split),
+    ("to_lower", to_lower),
+    ("to_upper", to_upper),
+    ("trim", trim),
+    ("trim_prefix", trim_prefix),
+    ("trim_suffix", trim_suffix),
+    ("trim_space", trim_space),
+];
+
+/// Experimental identifiers (Alloy requires `--stability.level=experimental` for them; we
+/// accept them and let the runtime decide whether to warn).
+pub const EXPERIMENTAL: &[&str] = &["array.combine_maps", "array.group_by"];
+
+fn stdlib() -> &'static Stdlib {
+    static STDLIB: OnceLock<Stdlib> = OnceLock::new();
+    STDLIB.get_or_init(build)
+}
+
+/// Every top-level standard-library identifier and its value.
+pub fn identifiers() -> &'static BTreeMap<String, Value> {
+    &stdlib().identifiers
+}
+
+/// Whether `name` is a deprecated top-level alias (`env`, `concat`, ...).
+pub fn is_deprecated(name: &str) -> bool {
+    DEPRECATED.iter().any(|(n, _)| *n == name)
+}
+
+/// Calls a function value. Standard-library functions report structured errors; any other
+/// function's error becomes a call error.
+pub fn call(f: &Function, args: Vec<Value>) -> Result<Value, FnError> {
+    match stdlib().rich.get(&func_key(f)) {
+        Some(imp) => imp(args),
+        None => (f.func)(&args).map_err(FnError::Call),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument conversion (Go's decode rules for function parameters)
+// ---------------------------------------------------------------------------------------------
+
+fn expect_args(args: &[Value], n: usize) -> Result<(), FnError> {
+    if args.len() != n {
+        return Err(FnError::Call(format!(
+            "expected {n} args, got {}",
+            args.len()
+        )));
+    }
+    Ok(())
+}
+
+fn type_msg(expected: Type, got: &Value) -> String {
+    format!("should be {expected}, got {}", got.ty())
+}
+
+pub(crate) const SECRET_TO_STRING: &str = "secrets may not be converted into strings";
+
+/// Decodes a value into a Go `string`: numbers convert to their text, null is "".
+fn to_string_at(v: &Value, index: usize, path: &[PathSeg]) -> Result<String, FnError> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(number_to_string(*n)),
+        Value::Null => Ok(String::new()),
+        Value::Secret(_) => Err(FnError::arg_at(index, path.to_vec(), SECRET_TO_STRING)),
+        other => Err(FnError::arg_at(
+            index,
+            path.to_vec(),
+            type_msg(Type::String, other),
+        )),
+    }
+}
+
+fn arg_string(args: &[Value], index: usize) -> Result<String, FnError> {
+    match args.get(index) {
+        Some(v) => to_string_at(v, index, &[]),
+        None => Ok(String::new()),
+    }
+}
+
+/// Decodes a value into a Go `[]string`.
+fn arg_string_list(args: &[Value], index: usize) -> Result<Vec<String>, FnError> {
+    match args.get(index) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| to_string_at(v, index, &[PathSeg::Index(i)]))
+            .collect(),
+        Some(Value::Null) | None => Ok(Vec::new()),
+        Some(other) => Err(FnError::arg(index, type_msg(Type::Array, other))),
+    }
+}
+
+fn string_fn(args: Vec<Value>, f: impl FnOnce(&str) -> String) -> Result<Value, FnError> {
+    expect_args(&args, 1)?;
+    let s = arg_string(&args, 0)?;
+    Ok(Value::String(f(&s)))
+}
+
+fn contains_secret(v: &Value) -> bool {
+    match v {
+        Value::Secret(_) => true,
+        Value::Array(items) => items.iter().any(contains_secret),
+        Value::Object(m) => m.values().any(contains_secret),
+        _ => false,
+    }
+}
+
+/// Bytes decoded by base64/URL functions: Go keeps arbitrary bytes in a string; we must have
+/// UTF-8, so invalid sequences become U+FFFD.
+fn bytes_to_value(b: Vec<u8>) -> Value {
+    match String::from_utf8(b) {
+        Ok(s) => Value::String(s),
+        Err(e) => Value::String(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// sys, constants, convert, coalesce
+// ---------------------------------------------------------------------------------------------
+
+fn sys_env(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 1)?;
+    let name = arg_string(&args, 0)?;
+    // os.Getenv: "" when unset. An empty name or one with '=' or NUL cannot be set; avoid the
+    // platform call for those (std panics on some of them).
+    if name.is_empty() || name.contains(['=', '\0']) {
+        return Ok(Value::String(String::new()));
+    }
+    let v = std::env::var_os(&name)
+        .map(|v| v.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(Value::String(v))
+}
+
+fn hostname() -> String {
+    // Go's os.Hostname reads this file first on Linux.
+    if let Ok(s) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+        let s = s.trim();
+        if !s.is_empty() {
+            return s.to_string();
+        }
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for `buf.len()` bytes; gethostname writes at most that many.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Go's GOOS spelling of the target OS.
+fn go_os() -> &'static str {
+    match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    }
+}
+
+/// Go's GOARCH spelling of the target architecture.
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        "powerpc64" if cfg!(target_endian = "little") => "ppc64le",
+        "powerpc64" => "ppc64",
+        "mips64" if cfg!(target_endian = "little") => "mips64le",
+        "mips" if cfg!(target_endian = "little") => "mipsle",
+        "loongarch64" => "loong64",
+        other => other,
+    }
+}
+
+fn constants() -> Value {
+    let mut m = BTreeMap::new();
+    m.insert("hostname".to_string(), Value::String(hostname()));
+    m.insert("os".to_string(), Value::string(go_os()));
+    m.insert("arch".to_string(), Value::string(go_arch()));
+    // Alloy normalises its version to a "v"-prefixed semver.
+    m.insert(
+        "version".to_string(),
+        Value::String(format!("v{}", env!("CARGO_PKG_VERSION"))),
+    );
+    Value::Object(m)
+}
+
+fn nonsensitive(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 1)?;
+    match &args[0] {
+        Value::Secret(s) => Ok(Value::String(s.expose().to_string())),
+        // A string converts to a secret, so a plain string passes through unchanged.
+        Value::String(s) => Ok(Value::String(s.clone())),
+        Value::Null => Ok(Value::String(String::new())),
+        other => Err(FnError::arg(0, type_msg(Type::Secret, other))),
+    }
+}
+
+/// Go's `reflect.Value.IsZero` plus Alloy's emptiness rules for arrays and objects.
+fn is_empty_for_coalesce(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Number(Number::Int(i)) => *i == 0,
+        Value::Number(Number::Uint(u)) => *u == 0,
+        // IsZero on a float compares bits, so -0.0 is not zero.
+        Value::Number(Number::Float(f)) => f.to_bits() == 0,
+        Value::String(s) => s.is_empty(),
+        Value::Bool(b) => !b,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        Value::Secret(s) => s.expose().is_empty(),
+        Value::Function(_) | Value::Capsule(_) => false,
+    }
+}
+
+fn coalesce(mut args: Vec<Value>) -> Result<Value, FnError> {
+    if args.is_empty() {
+        return Ok(Value::Null);
+    }
+    if let Some(i) = args.iter().position(|v| !is_empty_for_coalesce(v)) {
+        return Ok(args.swap_remove(i));
+    }
+    Ok(args.pop().unwrap_or(Value::Null))
+}
+
+// ---------------------------------------------------------------------------------------------
+// array
+// ---------------------------------------------------------------------------------------------
+
+fn concat(args: Vec<Value>) -> Result<Value, FnError> {
+    let mut total = 0;
+    for (i, a) in args.iter().enumerate() {
+        match a {
+            Value::Array(items) => total += items.len(),
+            other => return Err(FnError::arg(i, type_msg(Type::Array, other))),
+        }
+    }
+    let mut out = Vec::with_capacity(total);
+    for a in args {
+        if let Value::Array(items) = a {
+            out.extend(items);
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+fn combine_maps(args: Vec<Value>) -> Result<Value, FnError> {
+    if args.len() != 3 && args.len() != 4 {
+        return Err(FnError::Call(format!(
+            "combine_maps: expected 3 or 4 arguments, got {}",
+            args.len()
+        )));
+    }
+    for i in 0..2 {
+        match &args[i] {
+            Value::Array(items) => {
+                for (j, e) in items.iter().enumerate() {
+                    if !matches!(e, Value::Object(_)) {
+                        return Err(FnError::arg_at(
+                            i,
+                            vec![PathSeg::Index(j)],
+                            type_msg(Type::Object, e),
+                        ));
+                    }
+                }
+            }
+            other => return Err(FnError::arg(i, type_msg(Type::Array, other))),
+        }
+    }
+    let conds = match &args[2] {
+        Value::Array(c) => c,
+        other => return Err(FnError::arg(2, type_msg(Type::Array, other))),
+    };
+    if conds.is_empty() {
+        return Err(FnError::arg(2, "combine_maps: merge conditions must not be empty"));
+    }
+    // Go reads each condition with Text(), which only works on strings.
+    let mut keys = Vec::with_capacity(conds.len());
+    for (j, c) in conds.iter().enumerate() {
+        match c {
+            Value::String(s) => keys.push(s.as_str()),
+            other => {
+                return Err(FnError::arg_at(
+                    2,
+                    vec![PathSeg::Index(j)],
+                    type_msg(Type::String, other),
+                ));
+            }
+        }
+    }
+    let passthrough = match args.get(3) {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => return Err(FnError::arg(3, type_msg(Type::Bool, other))),
+    };
+    let (Value::Array(left), Value::Array(right)) = (&args[0], &args[1]) else {
+        return Ok(Value::Array(Vec::new()));
+    };
+    let mut out = Vec::new();
+    // Same loop shape as Alloy: a passthrough element is repeated once per non-matching right
+    // element.
+    for l in left {
+        for r in right {
+            let (Value::Object(lm), Value::Object(rm)) = (l, r) else {
+                continue;
+            };
+            let join = keys.iter().all(|k| match (lm.get(*k), rm.get(*k)) {
+                (Some(a), Some(b)) => super::eval::values_equal(a, b),
+                _ => false,
+            });
+            if join {
+                let mut merged = lm.clone();
+                for (k, v) in rm {
+                    merged.insert(k.clone(), v.clone());
+                }
+                out.push(Value::Object(merged));
+            } else if passthrough {
+                out.push(l.clone());
+            }
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+fn group_by(args: Vec<Value>) -> Result<Value, FnError> {
+    if args.len() != 3 {
+        return Err(FnError::Call(format!(
+            "group_by: expected 3 arguments, got {}",
+            args.len()
+        )));
+    }
+    let Value::Array(items) = &args[0] else {
+        return Err(FnError::arg(0, type_msg(Type::Array, &args[0])));
+    };
+    let Value::String(key) = &args[1] else {
+        return Err(FnError::arg(1, type_msg(Type::String, &args[1])));
+    };
+    let Value::Bool(drop_missing) = &args[2] else {
+        return Err(FnError::arg(2, type_msg(Type::Bool, &args[2])));
+    };
+    // Go iterates a map, so group order is unspecified there; sorted by key here.
+    let mut groups: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let Value::Object(m) = item else {
+            return Err(FnError::arg_at(
+                0,
+                vec![PathSeg::Index(i)],
+                type_msg(Type::Object, item),
+            ));
+        };
+        match m.get(key) {
+            None if *drop_missing => {}
+            None => groups.entry(String::new()).or_default().push(item.clone()),
+            Some(Value::String(s)) => groups.entry(s.clone()).or_default().push(item.clone()),
+            Some(other) => {
+                return Err(FnError::arg_at(
+                    0,
+                    vec![PathSeg::Index(i), PathSeg::Field(key.clone())],
+                    type_msg(Type::String, other),
+                ));
+            }
+        }
+    }
+    Ok(Value::Array(
+        groups
+            .into_iter()
+            .map(|(k, items)| {
+                let mut g = BTreeMap::new();
+                g.insert(key.clone(), Value::String(k));
+                g.insert("items".to_string(), Value::Array(items));
+                Value::Object(g)
+            })
+            .collect(),
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// string
+// ---------------------------------------------------------------------------------------------
+
+fn format(args: Vec<Value>) -> Result<Value, FnError> {
+    if args.is_empty() {
+        return Err(FnError::Call("expected at least 1 args, got 0".to_string()));
+    }
+    let spec = arg_string(&args, 0)?;
+    let rest = &args[1..];
+    let out = sprintf(&spec, rest);
+    // Formatting a secret gives a secret: the text is in the result.
+    if rest.iter().any(contains_secret) {
+        Ok(Value::Secret(Secret::new(out)))
+    } else {
+        Ok(Value::String(out))
+    }
+}
+
+fn join(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 2)?;
+    let list = arg_string_list(&args, 0)?;
+    let sep = arg_string(&args, 1)?;
+    Ok(Value::String(list.join(&sep)))
+}
+
+fn replace(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 3)?;
+    let s = arg_string(&args, 0)?;
+    let old = arg_string(&args, 1)?;
+    let new = arg_string(&args, 2)?;
+    // Rust's replace with an empty pattern inserts at every char boundary, like Go's ReplaceAll.
+    Ok(Value::String(s.replace(&old, &new)))
+}
+
+fn split(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 2)?;
+    let s = arg_string(&args, 0)?;
+    let sep = arg_string(&args, 1)?;
+    let parts: Vec<Value> = if sep.is_empty() {
+        // Go splits into UTF-8 sequences (and "" into no elements).
+        s.chars().map(|c| Value::String(c.to_string())).collect()
+    } else {
+        s.split(sep.as_str()).map(Value::string).collect()
+    };
+    Ok(Value::Array(parts))
+}
+
+/// Go maps case rune by rune (simple case mapping): a rune whose full mapping has several
+/// characters (`ß` -> `SS`) is left alone.
+fn map_case(s: &str, upper: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let mut buf = [c; 3];
+        let mut n = 0;
+        let mapped: Box<dyn Iterator<Item = char>> = if upper {
+            Box::new(c.to_uppercase())
+        } else {
+            Box::new(c.to_lowercase())
+        };
+        for m in mapped {
+            if n < 3 {
+                buf[n] = m;
+            }
+            n += 1;
+        }
+        if n == 1 {
+            out.push(buf[0]);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn to_lower(args: Vec<Value>) -> Result<Value, FnError> {
+    string_fn(args, |s| map_case(s, false))
+}
+
+fn to_upper(args: Vec<Value>) -> Result<Value, FnError> {
+    string_fn(args, |s| map_case(s, true))
+}
+
+fn trim_space(args: Vec<Value>) -> Result<Value, FnError> {
+    // Go's unicode.IsSpace and Rust's White_Space property agree.
+    string_fn(args, |s| s.trim().to_string())
+}
+
+fn trim(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 2)?;
+    let s = arg_string(&args, 0)?;
+    let cutset = arg_string(&args, 1)?;
+    Ok(Value::String(
+        s.trim_matches(|c| cutset.contains(c)).to_string(),
+    ))
+}
+
+fn trim_prefix(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 2)?;
+    let s = arg_string(&args, 0)?;
+    let p = arg_string(&args, 1)?;
+    Ok(Value::String(s.strip_prefix(p.as_str()).unwrap_or(&s).to_string()))
+}
+
+fn trim_suffix(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 2)?;
+    let s = arg_string(&args, 0)?;
+    let p = arg_string(&args, 1)?;
+    Ok(Value::String(s.strip_suffix(p.as_str()).unwrap_or(&s).to_string()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// file
+// ---------------------------------------------------------------------------------------------
+
+fn path_join(args: Vec<Value>) -> Result<Value, FnError> {
+    let mut parts = Vec::with_capacity(args.len());
+    for i in 0..args.len() {
+        parts.push(arg_string(&args, i)?);
+    }
+    Ok(Value::String(go_path_join(&parts)))
+}
+
+/// Go's `filepath.Join` on Unix: join the non-empty elements with `/`, then `Clean`.
+pub fn go_path_join(parts: &[String]) -> String {
+    let non_empty: Vec<&str> = parts
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if non_empty.is_empty() {
+        return String::new();
+    }
+    go_path_clean(&non_empty.join("/"))
+}
+
+/// Go's `path.Clean`.
+pub fn go_path_clean(path: &str) -> String {
+    if path.is_empty() {
+        return ".".to_string();
+    }
+    let rooted = path.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for elem in path.split('/') {
+        match elem {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|l| *l != "..") {
+                    out.pop();
+                } else if !rooted {
+                    out.push("..");
+                }
+            }
+            e => out.push(e),
+        }
+    }
+    let joined = out.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_string(),
+        (false, false) => joined,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// encoding
+// ---------------------------------------------------------------------------------------------
+
+fn json_to_value(j: serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    match j {
+        J::Null => Value::Null,
+        J::Bool(b) => Value::Bool(b),
+        // Go's encoding/json decodes every number into float64.
+        J::Number(n) => Value::Number(Number::Float(n.as_f64().unwrap_or(f64::NAN))),
+        J::String(s) => Value::String(s),
+        J::Array(a) => Value::Array(a.into_iter().map(json_to_value).collect()),
+        J::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, json_to_value(v))).collect()),
+    }
+}
+
+fn from_json(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 1)?;
+    let s = arg_string(&args, 0)?;
+    let j: serde_json::Value = serde_json::from_str(&s).map_err(|e| FnError::Call(e.to_string()))?;
+    Ok(json_to_value(j))
+}
+
+fn yaml_key(k: serde_norway::Value) -> String {
+    use serde_norway::Value as Y;
+    match k {
+        Y::Null => "null".to_string(),
+        Y::Bool(b) => b.to_string(),
+        Y::Number(n) => n.to_string(),
+        Y::String(s) => s,
+        Y::Tagged(t) => yaml_key(t.value),
+        // Go would produce a map[interface{}]interface{}; a composite key has no sensible
+        // string form, so use its YAML text.
+        other => serde_norway::to_string(&other)
+            .map(|s| s.trim_end().to_string())
+            .unwrap_or_default(),
+    }
+}
+
+fn yaml_to_value(y: serde_norway::Value) -> Value {
+    use serde_norway::Value as Y;
+    match y {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::Number(Number::Int(i))
+            } else if let Some(u) = n.as_u64() {
+                Value::Number(Number::Uint(u))
+            } else {
+                Value::Number(Number::Float(n.as_f64().unwrap_or(f64::NAN)))
+            }
+        }
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(yaml_to_value).collect()),
+        Y::Mapping(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| (yaml_key(k), yaml_to_value(v)))
+                .collect(),
+        ),
+        Y::Tagged(t) => yaml_to_value(t.value),
+    }
+}
+
+fn from_yaml(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 1)?;
+    let s = arg_string(&args, 0)?;
+    if s.trim().is_empty() {
+        // yaml.Unmarshal of an empty document leaves the target nil.
+        return Ok(Value::Null);
+    }
+    let y: serde_norway::Value =
+        serde_norway::from_str(&s).map_err(|e| FnError::Call(e.to_string()))?;
+    Ok(yaml_to_value(y))
+}
+
+fn base64_engine(url: bool) -> base64::engine::GeneralPurpose {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    // Go's StdEncoding/URLEncoding: padding required, non-zero trailing bits tolerated.
+    let cfg = GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::RequireCanonical)
+        .with_decode_allow_trailing_bits(true);
+    GeneralPurpose::new(
+        if url {
+            &base64::alphabet::URL_SAFE
+        } else {
+            &base64::alphabet::STANDARD
+        },
+        cfg,
+    )
+}
+
+fn base64_decode(s: &str, url: bool) -> Result<Vec<u8>, FnError> {
+    // Go's decoder skips newlines.
+    let cleaned: String = s.chars().filter(|c| *c != '\n' && *c != '\r').collect();
+    base64_engine(url).decode(cleaned.as_bytes()).map_err(|e| {
+        use base64::DecodeError::*;
+        let at = match e {
+            InvalidByte(off, _) | InvalidLastSymbol(off, _) => off,
+            InvalidLength(len) => len,
+            InvalidPadding => cleaned.len(),
+        };
+        FnError::Call(format!("illegal base64 data at input byte {at}"))
+    })
+}
+
+fn from_base64(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 1)?;
+    let s = arg_string(&args, 0)?;
+    Ok(bytes_to_value(base64_decode(&s, false)?))
+}
+
+fn from_url_base64(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 1)?;
+    let s = arg_string(&args, 0)?;
+    Ok(bytes_to_value(base64_decode(&s, true)?))
+}
+
+fn to_base64(args: Vec<Value>) -> Result<Value, FnError> {
+    string_fn(args, |s| base64_engine(false).encode(s.as_bytes()))
+}
+
+fn to_url_base64(args: Vec<Value>) -> Result<Value, FnError> {
+    string_fn(args, |s| base64_engine(true).encode(s.as_bytes()))
+}
+
+/// Go's `url.QueryEscape`.
+pub fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => {
+                let _ = write!(out, "%{b:02X}");
+            }
+        }
+    }
+    out
+}
+
+/// Go's `url.QueryUnescape`.
+pub fn query_unescape(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = |c: u8| (c as char).to_digit(16);
+                match (b.get(i + 1).and_then(|c| hex(*c)), b.get(i + 2).and_then(|c| hex(*c))) {
+                    (Some(h), Some(l)) => {
+                        out.push((h * 16 + l) as u8);
+                        i += 3;
+                    }
+                    _ => {
+                        let end = (i + 3).min(b.len());
+                        let bad = String::from_utf8_lossy(&b[i..end]);
+                        return Err(format!("invalid URL escape {bad:?}"));
+                    }
+                }
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+fn url_encode(args: Vec<Value>) -> Result<Value, FnError> {
+    string_fn(args, query_escape)
+}
+
+fn url_decode(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 1)?;
+    let s = arg_string(&args, 0)?;
+    query_unescape(&s).map(Value::String).map_err(FnError::Call)
+}
+
+fn to_json(args: Vec<Value>) -> Result<Value, FnError> {
+    expect_args(&args, 1)?;
+    if !matches!(args[0], Value::Object(_)) {
+        return Err(FnError::Call("jsonEncode only supports map".to_string()));
+    }
+    let mut out = String::new();
+    go_json_encode(&args[0], &mut out).map_err(FnError::Call)?;
+    if contains_secret(&args[0]) {
+        Ok(Value::Secret(Secret::new(out)))
+    } else {
+        Ok(Value::String(out))
+    }
+}
+
+/// Go's `json.Marshal` of the value Alloy decodes into `any`: sorted object keys, HTML-safe
+/// string escaping, Go's float spelling.
+pub fn go_json_encode(v: &Value, out: &mut String) -> Result<(), String> {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(Number::Int(i)) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::Number(Number::Uint(u)) => {
+            let _ = write!(out, "{u}");
+        }
+        Value::Number(Number::Float(f)) => out.push_str(&go_json_float(*f)?),
+        Value::String(s) => go_json_string(s, out),
+        Value::Secret(s) => go_json_string(s.expose(), out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                go_json_encode(item, out)?;
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            out.push('{');
+            for (i, (k, item)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                go_json_string(k, out);
+                out.push(':');
+                go_json_encode(item, out)?;
+            }
+            out.push('}');
+        }
+        Value::Function(f) => return Err(format!("json: unsupported type: function({})", f.name)),
+        Value::Capsule(c) => return Err(format!("json: unsupported type: capsule({})", c.type_name)),
+    }
+    Ok(())
+}
+
+fn go_json_float(f: f64) -> Result<String, String> {
+    if !f.is_finite() {
+        return Err(format!(
+            "json: unsupported value: {}",
+            format_float(f)
+        ));
+    }
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        // 'e' format, shortest, with Go's two-digit exponent minimum undone for negatives
+        // ("e-07" -> "e-7") as encoding/json does.
+        let s = go_format_e_shortest(f);
+        let n = s.len();
+        let b = s.as_bytes();
+        if n >= 4 && b[n - 4] == b'e' && b[n - 3] == b'-' && b[n - 2] == b'0' {
+            let mut t = s[..n - 2].to_string();
+            t.push(b[n - 1] as char);
+            return Ok(t);
+        }
+        return Ok(s);
+    }
+    Ok(format_float(f))
+}
+
+fn go_json_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            // HTML-safe escaping, as json.Marshal does by default.
+            c if (c as u32) < 0x20 || c == '<' || c == '>' || c == '&' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Go's fmt.Sprintf
+// ---------------------------------------------------------------------------------------------
+
+/// An Alloy value as the Go value `fmt` sees after Alloy decodes it into `any`.
+enum GoArg<'a> {
+    Nil,
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Str(&'a str),
+    Bool(bool),
+    Slice(&'a [Value]),
+    Map(&'a BTreeMap<String, Value>),
+    /// Functions and capsules: printed as an opaque description.
+    Opaque(&'static str, String),
+}
+
+impl<'a> GoArg<'a> {
+    fn of(v: &'a Value) -> GoArg<'a> {
+        match v {
+            Value::Null => GoArg::Nil,
+            Value::Number(Number::Int(i)) => GoArg::Int(*i),
+            // decodeAny: a uint that fits an int becomes an int.
+            Value::Number(Number::Uint(u)) if *u <= i64::MAX as u64 => GoArg::Int(*u as i64),
+            Value::Number(Number::Uint(u)) => GoArg::Uint(*u),
+            Value::Number(Number::Float(f)) => GoArg::Float(*f),
+            Value::String(s) => GoArg::Str(s),
+            // The caller turns the result into a secret.
+            Value::Secret(s) => GoArg::Str(s.expose()),
+            Value::Bool(b) => GoArg::Bool(*b),
+            Value::Array(a) => GoArg::Slice(a),
+            Value::Object(m) => GoArg::Map(m),
+            Value::Function(f) => GoArg::Opaque("func", format!("function({})", f.name)),
+            Value::Capsule(c) => GoArg::Opaque("capsule", format!("capsule({})", c.type_name)),
+        }
+    }
+
+    fn type_name(&self) -> &'static str {
+        match self {
+            GoArg::Nil => "<nil>",
+            GoArg::Int(_) => "int",
+            GoArg::Uint(_) => "uint64",
+            GoArg::Float(_) => "float64",
+            GoArg::Str(_) => "string",
+            GoArg::Bool(_) => "bool",
+            GoArg::Slice(_) => "[]interface {}",
+            GoArg::Map(_) => "map[string]interface {}",
+            GoArg::Opaque(t, _) => t,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Flags {
+    plus: bool,
+    minus: bool,
+    sharp: bool,
+    space: bool,
+    zero: bool,
+    plus_v: bool,
+    sharp_v: bool,
+    wid: Option<usize>,
+    prec: Option<usize>,
+}
+
+struct Printer {
+    buf: String,
+    f: Flags,
+}
+
+const LDIGITS: &[u8; 16] = b"0123456789abcdef";
+const UDIGITS: &[u8; 16] = b"0123456789ABCDEF";
+
+fn too_large(n: i64) -> bool {
+    !(-1_000_000..=1_000_000).contains(&n)
+}
+
+/// Parses a decimal number at `s[i..end]` like Go's `parsenum`.
+fn parsenum(s: &[u8], mut i: usize, end: usize) -> (Option<usize>, usize) {
+    if i >= end || !s[i].is_ascii_digit() {
+        return (None, i);
+    }
+    let mut num: i64 = 0;
+    while i < end && s[i].is_ascii_digit() {
+        num = num * 10 + i64::from(s[i] - b'0');
+        if too_large(num) {
+            return (None, end);
+        }
+        i += 1;
+    }
+    (Some(num as usize), i)
+}
+
+/// Go's `fmt.Sprintf` over Alloy values: flags `+ - # space 0`, width and precision (also
+/// `*`), explicit argument indexes `%[n]v`, verbs `v T t b c d o O q x X U e E f F g G s %`,
+/// and Go's error notation (`%!d(string=x)`, `%!v(MISSING)`, `%!(EXTRA int=1)`).
+pub fn sprintf(format: &str, args: &[Value]) -> String {
+    let args: Vec<GoArg<'_>> = args.iter().map(GoArg::of).collect();
+    let s = format.as_bytes();
+    let end = s.len();
+    let mut p = Printer {
+        buf: String::new(),
+        f: Flags::default(),
+    };
+    let mut arg_num = 0usize;
+    let mut reordered = false;
+    let mut i = 0;
+    while i < end {
+        let mut good_arg_num = true;
+        let lasti = i;
+        while i < end && s[i] != b'%' {
+            i += 1;
+        }
+        if i > lasti {
+            p.buf.push_str(&format[lasti..i]);
+        }
+        if i >= end {
+            break;
+        }
+        i += 1; // skip '%'
+        p.f = Flags::default();
+        // Flags.
+        while i < end {
+            match s[i] {
+                b'#' => p.f.sharp = true,
+                b'0' => p.f.zero = !p.f.minus,
+                b'+' => p.f.plus = true,
+                b'-' => {
+                    p.f.minus = true;
+                    p.f.zero = false;
+                }
+                b' ' => p.f.space = true,
+                _ => break,
+            }
+            i += 1;
+        }
+        // Argument index.
+        let mut after_index;
+        (arg_num, i, after_index) =
+            arg_number(arg_num, s, i, args.len(), &mut reordered, &mut good_arg_num);
+        // Width.
+        if i < end && s[i] == b'*' {
+            i += 1;
+            let (w, ok, next) = int_from_arg(&args, arg_num);
+            arg_num = next;
+            if !ok {
+                p.buf.push_str("%!(BADWIDTH)");
+            } else if w < 0 {
+                p.f.wid = Some(w.unsigned_abs() as usize);
+                p.f.minus = true;
+                p.f.zero = false;
+            } else {
+                p.f.wid = Some(w as usize);
+            }
+            after_index = false;
+        } else {
+            let (w, next) = parsenum(s, i, end);
+            p.f.wid = w;
+            i = next;
+            if after_index && w.is_some() {
+                good_arg_num = false;
+            }
+        }
+        // Precision.
+        if i + 1 < end && s[i] == b'.' {
+            i += 1;
+            if after_index {
+                good_arg_num = false;
+            }
+            (arg_num, i, after_index) =
+                arg_number(arg_num, s, i, args.len(), &mut reordered, &mut good_arg_num);
+            if i < end && s[i] == b'*' {
+                i += 1;
+                let (pr, ok, next) = int_from_arg(&args, arg_num);
+                arg_num = next;
+                if pr < 0 || !ok {
+                    p.f.prec = None;
+                    if !ok {
+                        p.buf.push_str("%!(BADPREC)");
+                    }
+                } else {
+                    p.f.prec = Some(pr as usize);
+                }
+                after_index = false;
+            } else {
+                let (pr, next) = parsenum(s, i, end);
+                i = next;
+                p.f.prec = Some(pr.unwrap_or(0));
+            }
+        }
+        if !after_index {
+            (arg_num, i, _) =
+                arg_number(arg_num, s, i, args.len(), &mut reordered, &mut good_arg_num);
+        }
+        if i >= end {
+            p.buf.push_str("%!(NOVERB)");
+            break;
+        }
+        let Some(verb) = format[i..].chars().next() else {
+            break;
+        };
+        i += verb.len_utf8();
+        match verb {
+            '%' => p.buf.push('%'),
+            _ if !good_arg_num => {
+                let _ = write!(p.buf, "%!{verb}(BADINDEX)");
+            }
+            _ if arg_num >= args.len() => {
+                let _ = write!(p.buf, "%!{verb}(MISSING)");
+            }
+            _ => {
+                if verb == 'v' {
+                    p.f.sharp_v = p.f.sharp;
+                    p.f.sharp = false;
+                    p.f.plus_v = p.f.plus;
+                    p.f.plus = false;
+                }
+                p.print_arg(&args[arg_num], verb, 0);
+                arg_num += 1;
+            }
+        }
+    }
+    if !reordered && arg_num < args.len() {
+        p.f = Flags::default();
+        p.buf.push_str("%!(EXTRA ");
+        for (k, a) in args[arg_num..].iter().enumerate() {
+            if k > 0 {
+                p.buf.push_str(", ");
+            }
+            if let GoArg::Nil = a {
+                p.buf.push_str("<nil>");
+            } else {
+                p.buf.push_str(a.type_name());
+                p.buf.push('=');
+                p.print_arg(a, 'v', 0);
+            }
+        }
+        p.buf.push(')');
+    }
+    p.buf
+}
+
+/// Go's `argNumber`: an explicit `[n]` index.
+fn arg_number(
+    arg_num: usize,
+    s: &[u8],
+    i: usize,
+    num_args: usize,
+    reordered: &mut bool,
+    good: &mut bool,
+) -> (usize, usize, bool) {
+    if i >= s.len() || s[i] != b'[' {
+        return (arg_num, i, false);
+    }
+    *reordered = true;
+    // parseArgNumber
+    let rest = &s[i..];
+    if rest.len() < 3 {
+        *good = false;
+        return (arg_num, i + 1, false);
+    }
+    for j in 1..rest.len() {
+        if rest[j] == b']' {
+            let (n, newi) = parsenum(rest, 1, j);
+            return match n {
+                Some(n) if newi == j && n >= 1 && n - 1 < num_args => (n - 1, i + j + 1, true),
+                Some(_) if newi == j => {
+                    *good = false;
+                    (arg_num, i + j + 1, true)
+                }
+                _ => {
+                    *good = false;
+                    (arg_num, i + j + 1, false)
+                }
+            };
+        }
+    }
+    *good = false;
+    (arg_num, i + 1, false)
+}
+
+/// Go's `intFromArg` for `*` widths and precisions.
+fn int_from_arg(args: &[GoArg<'_>], arg_num: usize) -> (i64, bool, usize) {
+    if arg_num >= args.len() {
+        return (0, false, arg_num);
+    }
+    let (n, ok) = match args[arg_num] {
+        GoArg::Int(i) => (i, true),
+        GoArg::Uint(u) if u <= i64::MAX as u64 => (u as i64, true),
+        _ => (0, false),
+    };
+    if too_large(n) {
+        return (0, false, arg_num + 1);
+    }
+    (n, ok, arg_num + 1)
+}
+
+impl Printer {
+    fn write_padding(&mut self, n: usize) {
+        let c = if self.f.zero && !self.f.minus { '0' } else { ' ' };
+        for _ in 0..n {
+            self.buf.push(c);
+        }
+    }
+
+    /// Pads to the width, counting runes like Go.
+    fn pad(&mut self, s: &str) {
+        let Some(wid) = self.f.wid else {
+            self.buf.push_str(s);
+            return;
+        };
+        let n = s.chars().count();
+        let fill = wid.saturating_sub(n);
+        if self.f.minus {
+            self.buf.push_str(s);
+            self.write_padding(fill);
+        } else {
+            self.write_padding(fill);
+            self.buf.push_str(s);
+        }
+    }
+
+    fn bad_verb(&mut self, a: &GoArg<'_>, verb: char) {
+        let _ = write!(self.buf, "%!{verb}(");
+        match a {
+            GoArg::Nil => self.buf.push_str("<nil>"),
+            _ => {
+                self.buf.push_str(a.type_name());
+                self.buf.push('=');
+                self.print_arg(a, 'v', 0);
+            }
+        }
+        self.buf.push(')');
+    }
+
+    fn print_arg(&mut self, a: &GoArg<'_>, verb: char, depth: usize) {
+        if let GoArg::Nil = a {
+            match verb {
+                'T' | 'v' => self.pad("<nil>"),
+                // Inside a slice or map, a nil element prints as <nil> whatever the verb.
+                _ if depth > 0 => self.buf.push_str("<nil>"),
+                _ => self.bad_verb(a, verb),
+            }
+            return;
+        }
+        if verb == 'T' {
+            let t = a.type_name();
+            self.fmt_s(t);
+            return;
+        }
+        match *a {
+            GoArg::Bool(b) => match verb {
+                't' | 'v' => self.pad(if b { "true" } else { "false" }),
+                _ => self.bad_verb(a, verb),
+            },
+            GoArg::Int(i) => self.fmt_integer(i as u64, true, verb, a),
+            GoArg::Uint(u) => self.fmt_integer(u, false, verb, a),
+            GoArg::Float(f) => self.fmt_float_verb(f, verb, a),
+            GoArg::Str(s) => match verb {
+                'v' if self.f.sharp_v => self.fmt_q(s),
+                'v' | 's' => self.fmt_s(s),
+                'x' => self.fmt_sx(s, LDIGITS),
+                'X' => self.fmt_sx(s, UDIGITS),
+                'q' => self.fmt_q(s),
+                _ => self.bad_verb(a, verb),
+            },
+            GoArg::Slice(items) => {
+                if self.f.sharp_v {
+                    self.buf.push_str("[]interface {}{");
+                    for (k, item) in items.iter().enumerate() {
+                        if k > 0 {
+                            self.buf.push_str(", ");
+                        }
+                        self.print_arg(&GoArg::of(item), verb, depth + 1);
+                    }
+                    self.buf.push('}');
+                } else {
+                    self.buf.push('[');
+                    for (k, item) in items.iter().enumerate() {
+                        if k > 0 {
+                            self.buf.push(' ');
+                        }
+                        self.print_arg(&GoArg::of(item), verb, depth + 1);
+                    }
+                    self.buf.push(']');
+                }
+            }
+            GoArg::Map(m) => {
+                if self.f.sharp_v {
+                    self.buf.push_str("map[string]interface {}{");
+                } else {
+                    self.buf.push_str("map[");
+                }
+                for (k, (key, item)) in m.iter().enumerate() {
+                    if k > 0 {
+                        self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
+                    }
+                    self.print_arg(&GoArg::Str(key), verb, depth + 1);
+                    self.buf.push(':');
+                    self.print_arg(&GoArg::of(item), verb, depth + 1);
+                }
+                self.buf.push(if self.f.sharp_v { '}' } else { ']' });
+            }
+            GoArg::Opaque(_, ref text) => match verb {
+                'v' | 's' => self.pad(&text.clone()),
+                _ => self.bad_verb(a, verb),
+            },
+            GoArg::Nil => {}
+        }
+    }
+
+    fn fmt_s(&mut self, s: &str) {
+        let s = match self.f.prec {
+            Some(p) => match s.char_indices().nth(p) {
+                Some((idx, _)) => &s[..idx],
+                None => s,
+            },
+            None => s,
+        };
+        self.pad(s);
+    }
+
+    fn fmt_sx(&mut self, s: &str, digits: &[u8; 16]) {
+        let bytes = s.as_bytes();
+        let mut length = bytes.len();
+        if let Some(p) = self.f.prec
+            && p < length
+        {
+            length = p;
+        }
+        let mut width = 2 * length;
+        if width > 0 {
+            if self.f.space {
+                if self.f.sharp {
+                    width *= 2;
+                }
+                width += length - 1;
+            } else if self.f.sharp {
+                width += 2;
+            }
+        } else {
+            if let Some(w) = self.f.wid {
+                self.write_padding(w);
+            }
+            return;
+        }
+        let wid = self.f.wid.unwrap_or(0);
+        if wid > width && !self.f.minus {
+            self.write_padding(wid - width);
+        }
+        // Go's digit tables end in 'x'/'X' for the prefix; ours stop at 'f'/'F'.
+        let x = if digits == UDIGITS { 'X' } else { 'x' };
+        if self.f.sharp {
+            self.buf.push('0');
+            self.buf.push(x);
+        }
+        for (k, &c) in bytes[..length].iter().enumerate() {
+            if self.f.space && k > 0 {
+                self.buf.push(' ');
+                if self.f.sharp {
+                    self.buf.push('0');
+                    self.buf.push(x);
+                }
+            }
+            self.buf.push(digits[(c >> 4) as usize] as char);
+            self.buf.push(digits[(c & 0xf) as usize] as char);
+        }
+        if wid > width && self.f.minus {
+            self.write_padding(wid - width);
+        }
+    }
+
+    fn fmt_q(&mut self, s: &str) {
+        let s = match self.f.prec {
+            Some(p) => match s.char_indices().nth(p) {
+                Some((idx, _)) => &s[..idx],
+                None => s,
+            },
+            None => s,
+        };
+        if self.f.sharp && can_backquote(s) {
+            let q = format!("`{s}`");
+            self.pad(&q);
+            return;
+        }
+        let q = go_quote(s, self.f.plus);
+        self.pad(&q);
+    }
+
+    fn fmt_integer(&mut self, u: u64, signed: bool, verb: char, a: &GoArg<'_>) {
+        match verb {
+            'v' if self.f.sharp_v && !signed => {
+                // Go prints unsigned ints in %#v as 0x hex.
+                let saved = self.f.sharp;
+                self.f.sharp = true;
+                self.fmt_int_base(u, 16, signed, 'v', LDIGITS);
+                self.f.sharp = saved;
+            }
+            'v' | 'd' => self.fmt_int_base(u, 10, signed, verb, LDIGITS),
+            'b' => self.fmt_int_base(u, 2, signed, verb, LDIGITS),
+            'o' | 'O' => self.fmt_int_base(u, 8, signed, verb, LDIGITS),
+            'x' => self.fmt_int_base(u, 16, signed, verb, LDIGITS),
+            'X' => self.fmt_int_base(u, 16, signed, verb, UDIGITS),
+            'c' => {
+                let c = char::from_u32(u32::try_from(u).unwrap_or(0xFFFD)).unwrap_or('\u{FFFD}');
+                self.pad(&c.to_string());
+            }
+            'q' => {
+                let c = char::from_u32(u32::try_from(u).unwrap_or(0xFFFD)).unwrap_or('\u{FFFD}');
+                let q = go_quote_rune(c, self.f.plus);
+                self.pad(&q);
+            }
+            'U' => {
+                let mut s = format!("U+{u:04X}");
+                if self.f.sharp
+                    && let Some(c) = char::from_u32(u32::try_from(u).unwrap_or(0xFFFD))
+                    && go_is_print(c)
+                {
+                    let _ = write!(s, " '{c}'");
+                }
+                self.pad(&s);
+            }
+            _ => self.bad_verb(a, verb),
+        }
+    }
+
+    fn fmt_int_base(&mut self, u: u64, base: u64, signed: bool, verb: char, digits: &[u8; 16]) {
+        let negative = signed && (u as i64) < 0;
+        let mut u = if negative { (u as i64).unsigned_abs() } else { u };
+        let mut prec = 0usize;
+        if let Some(p) = self.f.prec {
+            prec = p;
+            if p == 0 && u == 0 {
+                let old = self.f.zero;
+                self.f.zero = false;
+                if let Some(w) = self.f.wid {
+                    self.write_padding(w);
+                }
+                self.f.zero = old;
+                return;
+            }
+        } else if self.f.zero && !self.f.minus && self.f.wid.is_some() {
+            prec = self.f.wid.unwrap_or(0);
+            if negative || self.f.plus || self.f.space {
+                prec = prec.saturating_sub(1);
+            }
+        }
+        let mut out: Vec<u8> = Vec::new();
+        loop {
+            out.push(digits[(u % base) as usize]);
+            u /= base;
+            if u == 0 {
+                break;
+            }
+        }
+        while out.len() < prec {
+            out.push(b'0');
+        }
+        if self.f.sharp {
+            match base {
+                2 => out.extend_from_slice(b"b0"),
+                8 => {
+                    if out.last() != Some(&b'0') {
+                        out.push(b'0');
+                    }
+                }
+                16 => {
+                    out.push(if digits == UDIGITS { b'X' } else { b'x' });
+                    out.push(b'0');
+                }
+                _ => {}
+            }
+        }
+        if verb == 'O' {
+            out.extend_from_slice(b"o0");
+        }
+        if negative {
+            out.push(b'-');
+        } else if self.f.plus {
+            out.push(b'+');
+        } else if self.f.space {
+            out.push(b' ');
+        }
+        out.reverse();
+        let s = String::from_utf8_lossy(&out).into_owned();
+        let old = self.f.zero;
+        self.f.zero = false;
+        self.pad(&s);
+        self.f.zero = old;
+    }
+
+    fn fmt_float_verb(&mut self, v: f64, verb: char, a: &GoArg<'_>) {
+        match verb {
+            'v' => self.fmt_float(v, 'g', None),
+            'b' | 'g' | 'G' | 'x' | 'X' => self.fmt_float(v, verb, None),
+            'f' | 'e' | 'E' | 'F' => self.fmt_float(v, verb, Some(6)),
+            _ => self.bad_verb(a, verb),
+        }
+    }
+
+    fn fmt_float(&mut self, v: f64, verb: char, default_prec: Option<usize>) {
+        let prec = self.f.prec.or(default_prec);
+        let body = go_format_float(v, verb, prec);
+        // Go formats with a leading sign slot, then decides whether to show it.
+        let mut num = if body.starts_with('-') || body.starts_with('+') {
+            body
+        } else {
+            format!("+{body}")
+        };
+        if self.f.space && num.starts_with('+') && !self.f.plus {
+            num.replace_range(0..1, " ");
+        }
+        let second = num.as_bytes().get(1).copied();
+        if second == Some(b'I') || second == Some(b'N') {
+            let old = self.f.zero;
+            self.f.zero = false;
+            if second == Some(b'N') && !self.f.space && !self.f.plus {
+                num.remove(0);
+            }
+            self.pad(&num);
+            self.f.zero = old;
+            return;
+        }
+        if self.f.plus || !num.starts_with('+') {
+            if self.f.zero
+                && !self.f.minus
+                && let Some(w) = self.f.wid
+                && w > num.len()
+            {
+                let sign = num.remove(0);
+                self.buf.push(sign);
+                self.write_padding(w - num.len() - 1);
+                self.buf.push_str(&num);
+                return;
+            }
+            self.pad(&num);
+            return;
+        }
+        self.pad(&num[1..]);
+    }
+}
+
+/// Go's `strconv.CanBackquote`.
+fn can_backquote(s: &str) -> bool {
+    s.chars()
+        .all(|c| c != '`' && c != '\u{FEFF}' && (c == '\t' || !(c < ' ' || c == '\u{7f}')))
+}
+
+/// An approximation of Go's `unicode.IsPrint`: graphic characters plus ASCII space. Rust's std
+/// has no general-category table, so format and private-use characters are listed by range.
+pub(crate) fn go_is_print(c: char) -> bool {
+    let u = c as u32;
+    if u < 0x80 {
+        return (0x20..0x7f).contains(&u);
+    }
+    if c.is_control() || c.is_whitespace() {
+        return false;
+    }
+    !matches!(u,
+        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x180E | 0x200B..=0x200F
+        | 0x202A..=0x202E | 0x2060..=0x206F | 0xD800..=0xF8FF | 0xFEFF | 0xFFF0..=0xFFFB
+        | 0xFFFE | 0xFFFF | 0xE0000..=0xE007F | 0xF0000..)
+}
+
+fn push_escaped(out: &mut String, c: char, quote: char, ascii_only: bool) {
+    if c == quote || c == '\\' {
+        out.push('\\');
+        out.push(c);
+        return;
+    }
+    let printable = if ascii_only {
+        (c as u32) < 0x80 && go_is_print(c)
+    } else {
+        go_is_print(c)
+    };
+    if printable {
+        out.push(c);
+        return;
+    }
+    match c {
+        '\u{7}' => out.push_str("\\a"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{b}' => out.push_str("\\v"),
+        c if (c as u32) < 0x20 || c == '\u{7f}' => {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+        c if (c as u32) < 0x10000 => {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        }
+        c => {
+            let _ = write!(out, "\\U{:08x}", c as u32);
+        }
+    }
+}
+
+/// Go's `strconv.Quote` (or `QuoteToASCII` when `ascii_only`).
+pub fn go_quote(s: &str, ascii_only: bool) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        push_escaped(&mut out, c, '"', ascii_only);
+    }
+    out.push('"');
+    out
+}
+
+fn go_quote_rune(c: char, ascii_only: bool) -> String {
+    let mut out = String::from("'");
+    push_escaped(&mut out, c, '\'', ascii_only);
+    out.push('\'');
+    out
+}
+
+/// Splits Rust's `{:e}` output (`1.2345e6`, `-5e-7`) into sign, digits and decimal exponent.
+fn sci_parts(s: &str) -> (bool, String, i32) {
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (mant, exp) = s.split_once('e').unwrap_or((s, "0"));
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    (neg, digits, exp.parse().unwrap_or(0))
+}
+
+/// `d.ddde±XX` from digits (first digit before the point) and exponent.
+fn e_form(neg: bool, digits: &str, frac_digits: usize, exp: i32, upper: bool) -> String {
+    let mut s = String::new();
+    if neg {
+        s.push('-');
+    }
+    let mut chars = digits.chars();
+    s.push(chars.next().unwrap_or('0'));
+    if frac_digits > 0 {
+        s.push('.');
+        let rest: String = chars.collect();
+        for k in 0..frac_digits {
+            s.push(rest.as_bytes().get(k).map(|b| *b as char).unwrap_or('0'));
+        }
+    }
+    s.push(if upper { 'E' } else { 'e' });
+    s.push(if exp < 0 { '-' } else { '+' });
+    let _ = write!(s, "{:02}", exp.unsigned_abs());
+    s
+}
+
+/// Fixed notation from digits `d1d2...` meaning `0.d1d2... × 10^dp`.
+fn f_form(neg: bool, digits: &str, dp: i32, frac_digits: usize) -> String {
+    let mut s = String::new();
+    if neg {
+        s.push('-');
+    }
+    let d = digits.as_bytes();
+    let digit = |k: i32| -> char {
+        if k >= 0 && (k as usize) < d.len() {
+            d[k as usize] as char
+        } else {
+            '0'
+        }
+    };
+    if dp > 0 {
+        for k in 0..dp {
+            s.push(digit(k));
+        }
+    } else {
+        s.push('0');
+    }
+    if frac_digits > 0 {
+        s.push('.');
+        for k in 0..frac_digits as i32 {
+            s.push(digit(dp + k));
+        }
+    }
+    s
+}
+
+fn go_format_e_shortest(v: f64) -> String {
+    let (neg, digits, exp) = sci_parts(&format!("{v:e}"));
+    e_form(neg, &digits, digits.len().saturating_sub(1), exp, false)
+}
+
+/// Go's `strconv.FormatFloat(v, verb, prec, 64)` for the verbs fmt passes through
+/// (`e E f F g G b x X`); `None` precision means shortest.
+pub fn go_format_float(v: f64, verb: char, prec: Option<usize>) -> String {
+    if v.is_nan() {
+        return "NaN".to_string();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.to_string();
+    }
+    match verb {
+        'e' | 'E' => match prec {
+            Some(p) => {
+                let (neg, digits, exp) = sci_parts(&format!("{:.*e}", p, v));
+                e_form(neg, &digits, p, exp, verb == 'E')
+            }
+            None => {
+                let (neg, digits, exp) = sci_parts(&format!("{v:e}"));
+                e_form(neg, &digits, digits.len().saturating_sub(1), exp, verb == 'E')
+            }
+        },
+        'f' | 'F' => match prec {
+            Some(p) => format!("{:.*}", p, v),
+            None => format_float(v),
+        },
+        'g' | 'G' => {
+            let upper = verb == 'G';
+            let (neg, mut digits, exp, eprec, prec_digits) = match prec {
+                None => {
+                    let (neg, digits, exp) = sci_parts(&format!("{v:e}"));
+                    let nd = digits.len();
+                    (neg, digits, exp, 6usize, nd)
+                }
+                Some(p) => {
+                    let p = p.max(1);
+                    let (neg, digits, exp) = sci_parts(&format!("{:.*e}", p - 1, v));
+                    (neg, digits, exp, p, p)
+                }
+            };
+            // Go's decimal representation has no trailing zeros, and zero has no digits.
+            while digits.ends_with('0') {
+                digits.pop();
+            }
+            let nd = digits.len();
+            let dp = if v == 0.0 { 0 } else { exp + 1 };
+            let mut eprec = eprec;
+            if prec.is_some() && eprec > nd && nd as i32 >= dp {
+                eprec = nd;
+            }
+            let x = dp - 1;
+            if x < -4 || x >= eprec as i32 {
+                let p = prec_digits.min(nd);
+                return e_form(neg, &digits, p.saturating_sub(1), x, upper);
+            }
+            let p = if prec_digits as i32 > dp { nd } else { prec_digits };
+            let frac = (p as i32 - dp).max(0) as usize;
+            f_form(neg, &digits, dp, frac)
+        }
+        'b' => {
+            let bits = v.to_bits();
+            let neg = bits >> 63 == 1;
+            let exp = ((bits >> 52) & 0x7ff) as i64;
+            let mut mant = bits & ((1u64 << 52) - 1);
+            let e = if exp == 0 {
+                -1074
+            } else {
+                mant |= 1u64 << 52;
+                exp - 1075
+            };
+            format!("{}{}p{}{}", if neg { "-" } else { "" }, mant, if e >= 0 { "+" } else { "-" }, e.abs())
+        }
+        'x' | 'X' => go_format_hex_float(v, prec, verb == 'X'),
+        _ => format!("%!{verb}(float64={})", format_float(v)),
+    }
+}
+
+/// Go's `%x` for floats (`strconv` `fmtX`): `-0x1.23abcp+20`.
+fn go_format_hex_float(v: f64, prec: Option<usize>, upper: bool) -> String {
+    let bits = v.to_bits();
+    let neg = bits >> 63 == 1;
+    let bexp = ((bits >> 52) & 0x7ff) as i64;
+    let mut mant = bits & ((1u64 << 52) - 1);
+    let mut exp = if bexp == 0 {
+        // Denormalized.
+        1 - 1023
+    } else {
+        mant |= 1u64 << 52;
+        bexp - 1023
+    };
+    if mant == 0 {
+        exp = 0;
+    }
+    // Shift digits so the leading 1 (if any) is at bit 60.
+    mant <<= 60 - 52;
+    while mant != 0 && mant & (1u64 << 60) == 0 {
+        mant <<= 1;
+        exp -= 1;
+    }
+    if let Some(p) = prec
+        && p < 15
+    {
+        let shift = (p * 4) as u32;
+        let extra = (mant << shift) & ((1u64 << 60) - 1);
+        mant >>= 60 - shift;
+        if extra | (mant & 1) > 1u64 << 59 {
+            mant += 1;
+        }
+        mant <<= 60 - shift;
+        if mant & (1u64 << 61) != 0 {
+            // Wrapped around.
+            mant >>= 1;
+            exp += 1;
+        }
+    }
+    let hex: &[u8; 16] = if upper { UDIGITS } else { LDIGITS };
+    let mut s = String::new();
+    if neg {
+        s.push('-');
+    }
+    s.push('0');
+    s.push(if upper { 'X' } else { 'x' });
+    s.push((b'0' + ((mant >> 60) & 1) as u8) as char);
+    mant <<= 4; // remove the leading digit
+    match prec {
+        None if mant != 0 => {
+            s.push('.');
+            while mant != 0 {
+                s.push(hex[((mant >> 60) & 15) as usize] as char);
+                mant <<= 4;
+            }
+        }
+        Some(p) if p > 0 => {
+            s.push('.');
+            for _ in 0..p {
+                s.push(hex[((mant >> 60) & 15) as usize] as char);
+                mant <<= 4;
+            }
+        }
+        _ => {}
+    }
+    s.push(if upper { 'P' } else { 'p' });
+    s.push(if exp < 0 { '-' } else { '+' });
+    let _ = write!(s, "{:02}", exp.abs());
+    s
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::diag::Source;
+    use crate::syntax::eval::{Scope, eval_expr, values_equal};
+    use crate::syntax::parser::parse_expression;
+
+    fn ev(src: &str) -> Result<Value, String> {
+        let expr = parse_expression(src).map_err(|d| format!("parse error: {d:?}"))?;
+        let mut scope = Scope::stdlib();
+        scope.set("secret", Value::Secret(Secret::new("hunter2")));
+        eval_expr(&expr, &scope).map_err(|d| {
+            let (l, c) = Source::new("", src).line_col(d.span.map_or(0, |s| s.start as usize));
+            format!("{l}:{c}: {}", d.message)
+        })
+    }
+
+    #[test]
+    fn functions() {
+        // SAFETY: tests in this module are the only ones touching these variables.
+        unsafe {
+            std::env::set_var("SCRAPER_TEST_VAR", "Hello!");
+            std::env::remove_var("SCRAPER_TEST_UNSET");
+        }
+        // (expression, expression giving the expected value)
+        let cases: &[(&str, &str)] = &[
+            ("sys.env(\"SCRAPER_TEST_VAR\")", "\"Hello!\""),
+            ("env(\"SCRAPER_TEST_VAR\")", "\"Hello!\""),
+            ("sys.env(\"SCRAPER_TEST_UNSET\")", "\"\""),
+            ("coalesce()", "null"),
+            ("coalesce(\"a\")", "\"a\""),
+            ("coalesce(sys.env(\"SCRAPER_TEST_UNSET\"), \"World!\")", "\"World!\""),
+            ("coalesce([], [\"fallback\"])", "[\"fallback\"]"),
+            ("coalesce(0, 1, 2)", "1"),
+            ("coalesce(false, true)", "true"),
+            ("coalesce(encoding.from_json(\"{}\"), false)", "false"),
+            ("coalesce([], null)", "null"),
+            ("coalesce(\"\", 0, false)", "false"),
+            ("array.concat([true, \"foo\"], [], [false, 1])", "[true, \"foo\", false, 1]"),
+            ("concat([1], [2])", "[1, 2]"),
+            ("array.concat()", "[]"),
+            ("string.format(\"Hello %s\", \"World\")", "\"Hello World\""),
+            ("format(\"%#v\", 1)", "\"1\""),
+            ("string.format(\"%#v\", true)", "\"true\""),
+            ("string.format(\"%q\", \"hello\")", "\"\\\"hello\\\"\""),
+            ("string.format(\"%[2]s-%[1]s\", \"a\", \"b\")", "\"b-a\""),
+            ("string.format(\"%d:%05.1f\", 3, 2.25)", "\"3:002.2\""),
+            ("string.join([\"foo\", \"bar\", \"baz\"], \", \")", "\"foo, bar, baz\""),
+            ("join([0, 0, 1], \", \")", "\"0, 0, 1\""),
+            ("string.join([], \",\")", "\"\""),
+            ("string.replace(\"Hello World\", \" World\", \"!\")", "\"Hello!\""),
+            ("replace(\"aaa\", \"a\", \"b\")", "\"bbb\""),
+            ("string.split(\"/aaa/bbb\", \"/\")", "[\"\", \"aaa\", \"bbb\"]"),
+            ("split(\"abc\", \"\")", "[\"a\", \"b\", \"c\"]"),
+            ("string.split(\"\", \",\")", "[\"\"]"),
+            ("string.join(string.split(\"/a/b\", \"/\"), \"/\")", "\"/a/b\""),
+            ("string.to_lower(\"String\")", "\"string\""),
+            ("string.to_upper(\"string\")", "\"STRING\""),
+            ("string.to_upper(\"straße\")", "\"STRAßE\""),
+            ("to_lower(\"ÀB\")", "\"àb\""),
+            ("string.trim(\"?!hello?!\", \"!?\")", "\"hello\""),
+            ("trim(\"   hello! world.!  \", \"! \")", "\"hello! world.\""),
+            ("string.trim_prefix(\"helloworld\", \"hello\")", "\"world\""),
+            ("string.trim_prefix(\"helloworld\", \"x\")", "\"helloworld\""),
+            ("trim_suffix(\"helloworld\", \"world\")", "\"hello\""),
+            ("string.trim_space(\"   string \\n\\n\")", "\"string\""),
+            ("string.to_upper(42)", "\"42\""),
+            ("string.to_upper(1.5)", "\"1.5\""),
+            ("encoding.from_json(\"{\\\"foo\\\": \\\"bar\\\"}\")", "{foo = \"bar\"}"),
+            ("json_decode(\"[0, 1, null]\")", "[0.0, 1.0, null]"),
+            ("encoding.from_json(\"1\") == 1", "true"),
+            ("encoding.from_yaml(`foo: bar`)", "{foo = \"bar\"}"),
+            ("yaml_decode(`[0, 1, 2]`)", "[0, 1, 2]"),
+            ("encoding.from_yaml(`[0.5, null, true, \"x\"]`)", "[0.5, null, true, \"x\"]"),
+            ("encoding.from_yaml(`a: {1: b}`)", "{a = {\"1\" = \"b\"}}"),
+            ("encoding.from_yaml(``)", "null"),
+            (
+                "encoding.from_base64(\"Zm9vYmFyMTIzIT8kKiYoKSctPUB+\")",
+                "\"foobar123!?$*&()'-=@~\"",
+            ),
+            (
+                "base64_decode(\"Zm9v\\nYmFy\")",
+                "\"foobar\"",
+            ),
+            (
+                "encoding.from_URLbase64(\"c3RyaW5nMTIzIT8kKiYoKSctPUB-\")",
+                "\"string123!?$*&()'-=@~\"",
+            ),
+            (
+                "encoding.to_base64(\"string123!?$*&()'-=@~\")",
+                "\"c3RyaW5nMTIzIT8kKiYoKSctPUB+\"",
+            ),
+            (
+                "encoding.to_URLbase64(\"string123!?$*&()'-=@~\")",
+                "\"c3RyaW5nMTIzIT8kKiYoKSctPUB-\"",
+            ),
+            ("encoding.to_base64(\"a\")", "\"YQ==\""),
+            (
+                "encoding.url_encode(\"string123!?$*&()'-=@~ x\")",
+                "\"string123%21%3F%24%2A%26%28%29%27-%3D%40~+x\"",
+            ),
+            (
+                "encoding.url_decode(\"string123%21%3F%24%2A%26%28%29%27-%3D%40~+x\")",
+                "\"string123!?$*&()'-=@~ x\"",
+            ),
+            (
+                "encoding.to_json({\"modules\"={\"http_2xx\"={\"prober\"=\"http\",\"timeout\"=\"5s\",\"http\"={\"headers\"={\"Authorization\"=sys.env(\"SCRAPER_TEST_VAR\")}}}}})",
+                "`{\"modules\":{\"http_2xx\":{\"http\":{\"headers\":{\"Authorization\":\"Hello!\"}},\"prober\":\"http\",\"timeout\":\"5s\"}}}`",
+            ),
+            (
+                "encoding.to_json({a = \"<&>\", b = 1.5, c = 1e21, d = 0.0000001, e = [1, null, true]})",
+                "`{\"a\":\"\\u003c\\u0026\\u003e\",\"b\":1.5,\"c\":1e+21,\"d\":1e-7,\"e\":[1,null,true]}`",
+            ),
+            ("convert.nonsensitive(secret)", "\"hunter2\""),
+            ("file.path_join(\"this/is\", \"a/path\")", "\"this/is/a/path\""),
+            ("file.path_join()", "\"\""),
+            ("file.path_join(\"/a/\", \"../b\", \"\", \"./c\")", "\"/b/c\""),
+            ("file.path_join(\"a\", \"../..\")", "\"..\""),
+            (
+                "array.combine_maps([{\"a\" = \"a1\", \"b\" = \"b1\"}], [{\"a\" = \"a1\", \"c\" = \"c1\"}], [\"a\"])",
+                "[{a = \"a1\", b = \"b1\", c = \"c1\"}]",
+            ),
+            (
+                "array.combine_maps([{\"a\" = 1, \"b\" = 4.2}, {\"d\" = \"x\"}], [{\"a\" = 2}], [\"a\"], true)",
+                "[{a = 1, b = 4.2}, {d = \"x\"}]",
+            ),
+            (
+                "array.combine_maps([{\"a\" = 1, \"b\" = 2.2}], [{\"a\" = \"1\"}], [\"a\"])",
+                "[]",
+            ),
+            (
+                "array.group_by([{\"type\" = \"fruit\", \"name\" = \"apple\"}, {\"name\" = \"x\"}, {\"type\" = \"veg\", \"name\" = \"carrot\"}], \"type\", false)",
+                "[{type = \"\", items = [{name = \"x\"}]}, {type = \"fruit\", items = [{type = \"fruit\", name = \"apple\"}]}, {type = \"veg\", items = [{type = \"veg\", name = \"carrot\"}]}]",
+            ),
+            (
+                "array.group_by([{\"name\" = \"bob\"}], \"age\", true)",
+                "[]",
+            ),
+            ("constants.arch == \"amd64\" || constants.arch == \"arm64\" || constants.arch != \"\"", "true"),
+            ("constants.version", &format!("\"v{}\"", env!("CARGO_PKG_VERSION"))),
+            ("constants.hostname != \"\"", "true"),
+        ];
+        for (src, want) in cases {
+            let got = ev(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+            let want_v = ev(want).unwrap_or_else(|e| panic!("{want}: {e}"));
+            assert!(values_equal(&got, &want_v), "{src}: got {got:?}, want {want_v:?}");
+        }
+    }
+
+    #[test]
+    fn function_errors() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "array.combine_maps([{\"a\" = \"a1\", \"b\" = \"b1\"}], \"a\", [\"a\"])",
+                "1:48: \"a\" should be array, got string",
+            ),
+            (
+                "array.combine_maps([{\"a\" = \"a1\", \"b\" = \"b1\"}], [\"a\"], [\"a\"])",
+                "1:49: \"a\" should be object, got string",
+            ),
+            (
+                "array.combine_maps([{\"a\" = \"a1\"}], [{\"a\" = \"a1\"}], [])",
+                "1:52: [] combine_maps: merge conditions must not be empty",
+            ),
+            (
+                "encoding.to_json(12)",
+                "1:1: encoding.to_json jsonEncode only supports map",
+            ),
+            (
+                "array.group_by([{\"name\" = \"alice\"}], \"age\")",
+                "1:1: array.group_by group_by: expected 3 arguments, got 2",
+            ),
+            (
+                "array.group_by(\"not an array\", \"age\", false)",
+                "1:16: \"not an array\" should be array, got string",
+            ),
+            (
+                "array.group_by([{\"name\" = \"alice\"}], 123, false)",
+                "1:38: 123 should be string, got number",
+            ),
+            (
+                "array.group_by([{\"name\" = \"alice\"}], \"age\", \"not a bool\")",
+                "1:45: \"not a bool\" should be bool, got string",
+            ),
+            (
+                "array.group_by([\"not an object\"], \"age\", false)",
+                "1:17: \"not an object\" should be object, got string",
+            ),
+            (
+                "array.group_by([{\"name\" = \"alice\", \"age\" = 20}], \"age\", false)",
+                "1:44: 20 should be string, got number",
+            ),
+            ("array.concat([1], 2)", "1:19: 2 should be array, got number"),
+            ("string.join(\"a\", \",\")", "1:13: \"a\" should be array, got string"),
+            ("string.join([\"a\", true], \",\")", "1:19: true should be string, got bool"),
+            ("string.join([\"a\"])", "1:1: string.join expected 2 args, got 1"),
+            ("sys.env()", "1:1: sys.env expected 1 args, got 0"),
+            ("string.format()", "1:1: string.format expected at least 1 args, got 0"),
+            ("string.to_upper([1])", "1:17: [1] should be string, got array"),
+            ("convert.nonsensitive(1)", "1:22: 1 should be secret, got number"),
+            (
+                "encoding.from_base64(\"!!\")",
+                "1:1: encoding.from_base64 illegal base64 data at input byte 0",
+            ),
+            (
+                "encoding.url_decode(\"%zz\")",
+                "1:1: encoding.url_decode invalid URL escape \"%zz\"",
+            ),
+            (
+                "encoding.to_json({a = 1.0 / 0.5, b = sys.env})",
+                "1:1: encoding.to_json json: unsupported type: function(sys.env)",
+            ),
+        ];
+        for (src, want) in cases {
+            match ev(src) {
+                Ok(v) => panic!("{src}: expected an error, got {v:?}"),
+                Err(e) => assert_eq!(&e, want, "{src}"),
+            }
+        }
+        // Decoding errors quote the JSON/YAML parser.
+        let e = ev("encoding.from_json(\"{\")").expect_err("bad json");
+        assert!(e.starts_with("1:1: encoding.from_json "), "{e}");
+        let e = ev("encoding.from_yaml(\"a: [\")").expect_err("bad yaml");
+        assert!(e.starts_with("1:1: encoding.from_yaml "), "{e}");
+    }
+
+    fn s(v: &str) -> Value {
+        Value::string(v)
+    }
+    fn i(v: i64) -> Value {
+        Value::Number(Number::Int(v))
+    }
+    fn f(v: f64) -> Value {
+        Value::Number(Number::Float(v))
+    }
+
+    #[test]
+    fn sprintf_verbs() {
+        let arr = Value::Array(vec![i(1), s("a"), Value::Null]);
+        let mut m = BTreeMap::new();
+        m.insert("b".to_string(), i(2));
+        m.insert("a".to_string(), s("x"));
+        let obj = Value::Object(m);
+        let cases: Vec<(&str, Vec<Value>, &str)> = vec![
+            ("%%", vec![], "%"),
+            ("%d", vec![i(42)], "42"),
+            ("%5d|%-5d|%05d", vec![i(42), i(42), i(-42)], "   42|42   |-0042"),
+            ("%+d % d", vec![i(5), i(5)], "+5  5"),
+            ("%.3d", vec![i(7)], "007"),
+            ("%x %X %#x %o %#o %O %b", vec![i(255), i(255), i(255), i(8), i(8), i(8), i(5)], "ff FF 0xff 10 010 0o10 101"),
+            ("%c %q %U %#U", vec![i(65), i(65), i(0x1F600), i(65)], "A 'A' U+1F600 U+0041 'A'"),
+            ("%s|%10s|%-10s|%.2s", vec![s("hi"), s("hi"), s("hi"), s("héllo")], "hi|        hi|hi        |hé"),
+            ("%q %+q %#q", vec![s("a\"b\n"), s("é"), s("x")], "\"a\\\"b\\n\" \"\\u00e9\" `x`"),
+            ("%x % X %#x", vec![s("hi"), s("hi"), s("hi")], "6869 68 69 0x6869"),
+            ("%v %t", vec![Value::Bool(true), Value::Bool(false)], "true false"),
+            ("%f %.2f %8.3f %-8.1f|", vec![f(3.14159), f(3.14159), f(3.14159), f(2.0)], "3.141590 3.14    3.142 2.0     |"),
+            ("%e %E %.2e", vec![f(1234.5678), f(0.000123), f(1234.5678)], "1.234568e+03 1.230000E-04 1.23e+03"),
+            ("%g %g %g %g %G", vec![f(100.0), f(1e6), f(123456.0), f(0.0001), f(1e-5)], "100 1e+06 123456 0.0001 1E-05"),
+            ("%.3g %.10g %g", vec![f(1234.5678), f(1.0), f(0.0)], "1.23e+03 1 0"),
+            ("%v %v %v", vec![f(1.0), f(1.5), f(1e21)], "1 1.5 1e+21"),
+            ("%+.1f %08.3f %+08.2f", vec![f(2.0), f(-3.14159), f(3.14159)], "+2.0 -003.142 +0003.14"),
+            ("%f %v", vec![f(f64::INFINITY), f(f64::NAN)], "+Inf NaN"),
+            ("%x %.1x", vec![f(1.0), f(1.0)], "0x1p+00 0x1.0p+00"),
+            ("%b", vec![f(1.0)], "4503599627370496p-52"),
+            ("%v", vec![arr.clone()], "[1 a <nil>]"),
+            ("%d", vec![arr.clone()], "[1 %!d(string=a) <nil>]"),
+            ("%v", vec![obj.clone()], "map[a:x b:2]"),
+            ("%#v", vec![s("q")], "\"q\""),
+            ("%#v", vec![arr], "[]interface {}{1, \"a\", <nil>}"),
+            ("%#v", vec![obj], "map[string]interface {}{\"a\":\"x\", \"b\":2}"),
+            ("%T %T %T %T %T", vec![i(1), f(1.0), s(""), Value::Bool(true), Value::Null], "int float64 string bool <nil>"),
+            ("%v", vec![Value::Null], "<nil>"),
+            ("%d", vec![Value::Null], "%!d(<nil>)"),
+            ("%d", vec![s("x")], "%!d(string=x)"),
+            ("%s", vec![i(5)], "%!s(int=5)"),
+            ("%z", vec![i(5)], "%!z(int=5)"),
+            ("%d %d", vec![i(1)], "1 %!d(MISSING)"),
+            ("%d", vec![i(1), s("x"), Value::Null], "1%!(EXTRA string=x, <nil>)"),
+            ("%[3]d", vec![i(1)], "%!d(BADINDEX)"),
+            ("%[2]d %[1]d %d", vec![i(1), i(2)], "2 1 2"),
+            ("%*d|%-*d", vec![i(4), i(7), i(3), i(1)], "   7|1  "),
+            ("%.*f", vec![i(1), f(2.25)], "2.2"),
+            ("%", vec![], "%!(NOVERB)"),
+            ("%d", vec![Value::Number(Number::Uint(u64::MAX))], "18446744073709551615"),
+            ("%v", vec![Value::Number(Number::Uint(u64::MAX))], "18446744073709551615"),
+            ("héllo %s", vec![s("wörld")], "héllo wörld"),
+            ("%6.2v|", vec![s("abc")], "    ab|"),
+        ];
+        for (fmt, args, want) in cases {
+            assert_eq!(sprintf(fmt, &args), want, "format {fmt:?}");
+        }
+    }
+
+    #[test]
+    fn float_formats() {
+        let cases: &[(f64, char, Option<usize>, &str)] = &[
+            (123456789.0, 'g', None, "1.23456789e+08"),
+            (0.00001234, 'g', None, "1.234e-05"),
+            (1e20, 'g', None, "1e+20"),
+            (-0.5, 'g', None, "-0.5"),
+            (2.5, 'f', Some(0), "2"),
+            (3.5, 'f', Some(0), "4"),
+            (1e-7, 'e', None, "1e-07"),
+            (100.0, 'e', Some(0), "1e+02"),
+            (1.0, 'g', Some(3), "1"),
+            (0.0, 'g', Some(3), "0"),
+            (0.0, 'e', Some(2), "0.00e+00"),
+            (0.0, 'g', None, "0"),
+            (123.0, 'g', Some(2), "1.2e+02"),
+            (0.1, 'x', None, "0x1.999999999999ap-04"),
+        ];
+        for (v, verb, prec, want) in cases {
+            assert_eq!(go_format_float(*v, *verb, *prec), *want, "{v} {verb} {prec:?}");
+        }
+        assert_eq!(go_json_float(1e21).as_deref(), Ok("1e+21"));
+        assert_eq!(go_json_float(1e-7).as_deref(), Ok("1e-7"));
+        assert_eq!(go_json_float(123.0).as_deref(), Ok("123"));
+        assert_eq!(go_json_float(0.000001).as_deref(), Ok("0.000001"));
+    }
+
+    #[test]
+    fn quoting_and_urls() {
+        assert_eq!(go_quote("a\u{7}\u{7f}\u{a0}😀", false), "\"a\\a\\x7f\\u00a0😀\"");
+        assert_eq!(go_quote("😀", true), "\"\\U0001f600\"");
+        assert_eq!(query_escape("a b/c?d"), "a+b%2Fc%3Fd");
+        assert_eq!(query_unescape("%4").err().as_deref(), Some("invalid URL escape \"%4\""));
+        assert_eq!(go_path_clean("a/../../b/./c//"), "../b/c");
+        assert_eq!(go_path_clean(""), ".");
+        assert_eq!(go_path_clean("/.."), "/");
+    }
+
+    #[test]
+    fn function_values_work_without_the_evaluator() {
+        // A stdlib function value is also callable through its plain closure.
+        let Some(Value::Object(ns)) = identifiers().get("string") else {
+            panic!("string namespace missing");
+        };
+        let Some(Value::Function(f)) = ns.get("join") else {
+            panic!("string.join missing");
+        };
+        assert_eq!(f.name, "string.join");
+        let out = (f.func)(&[Value::Array(vec![s("a"), s("b")]), s("-")]);
+        assert_eq!(out, Ok(s("a-b")));
+        assert_eq!(
+            (f.func)(&[s("x")]),
+            Err("expected 2 args, got 1".to_string())
+        );
+        assert!(is_deprecated("env"));
+        assert!(!is_deprecated("sys"));
+    }
+}

@@ -1,0 +1,627 @@
+//! Serde helper types for component arguments: durations in Go syntax, secrets, capsules.
+//!
+//! Capsules and secrets cannot travel through serde's data model as themselves, so the
+//! decoder (`decode.rs`) and these types agree on reserved newtype-struct names:
+//!
+//! * [`CapsuleRef<T>`] asks for the newtype [`CAPSULE_NEWTYPE`]. The decoder puts the capsule
+//!   into a thread-local side table and hands the visitor its index as a `u64`; the visitor
+//!   takes it out and downcasts. A value that is not a capsule is handed over as a string
+//!   describing its type, so the error can say `expected capsule(T), got number`.
+//! * [`SecretString`] asks for the newtype [`SECRET_NEWTYPE`]; the decoder hands it the text
+//!   of a string or of a secret. A plain `String` field never receives a secret's text: the
+//!   decoder rejects it with Alloy's "secrets may not be converted into strings".
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::value::Capsule;
+
+/// Newtype name a [`CapsuleRef`] asks the decoder for.
+pub const CAPSULE_NEWTYPE: &str = "$scraper::capsule";
+/// Newtype name a [`SecretString`] asks the decoder for.
+pub const SECRET_NEWTYPE: &str = "$scraper::secret";
+/// Field name that receives a block's label when a block decodes into a struct (see
+/// `decode.rs`): `#[serde(rename = "$label")] label: String`.
+pub const LABEL_FIELD: &str = "$label";
+
+// ---------------------------------------------------------------------------------------------
+// Capsule side table
+// ---------------------------------------------------------------------------------------------
+
+thread_local! {
+    /// Capsules handed from the decoder to a `CapsuleRef` visitor. Decoding is synchronous, so
+    /// a slot is filled and emptied within one `deserialize` call on this thread.
+    static CAPSULES: RefCell<Vec<Option<Capsule>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Stores a capsule for a visitor to take; returns its slot index.
+pub(crate) fn put_capsule(c: Capsule) -> u64 {
+    CAPSULES.with(|t| {
+        let mut t = t.borrow_mut();
+        t.push(Some(c));
+        (t.len() - 1) as u64
+    })
+}
+
+/// Takes the capsule in slot `idx`, if any.
+fn take_capsule(idx: u64) -> Option<Capsule> {
+    CAPSULES.with(|t| {
+        let mut t = t.borrow_mut();
+        let slot = t.get_mut(usize::try_from(idx).ok()?)?.take();
+        // Trim emptied slots at the end so the table does not grow across decodes.
+        while matches!(t.last(), Some(None)) {
+            t.pop();
+        }
+        slot
+    })
+}
+
+/// Length of the side table; the decoder truncates back to it when a decode ends, dropping
+/// capsules no visitor took (after an error).
+pub(crate) fn capsule_mark() -> usize {
+    CAPSULES.with(|t| t.borrow().len())
+}
+
+pub(crate) fn capsule_reset(mark: usize) {
+    CAPSULES.with(|t| t.borrow_mut().truncate(mark));
+}
+
+/// `std::any::type_name` without module paths: `scraper::write::Receiver` -> `Receiver`.
+pub fn short_type_name<T: ?Sized>() -> String {
+    let full = std::any::type_name::<T>();
+    let mut out = String::with_capacity(full.len());
+    let mut segment = String::new();
+    let mut chars = full.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ':' && chars.peek() == Some(&':') {
+            chars.next();
+            segment.clear();
+            continue;
+        }
+        if c.is_alphanumeric() || c == '_' {
+            segment.push(c);
+        } else {
+            out.push_str(&segment);
+            segment.clear();
+            out.push(c);
+        }
+    }
+    out.push_str(&segment);
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// CapsuleRef
+// ---------------------------------------------------------------------------------------------
+
+/// A capsule value decoded into its host type: a component argument such as
+/// `forward_to: Vec<CapsuleRef<Receiver>>` receives the `Arc<Receiver>` that another component
+/// exported. Equality is identity, like the capsule's.
+pub struct CapsuleRef<T: ?Sized>(pub Arc<T>);
+
+impl<T: ?Sized> Clone for CapsuleRef<T> {
+    fn clone(&self) -> Self {
+        CapsuleRef(self.0.clone())
+    }
+}
+
+impl<T: ?Sized> PartialEq for CapsuleRef<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T: ?Sized> fmt::Debug for CapsuleRef<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "capsule({})", short_type_name::<T>())
+    }
+}
+
+impl<T: ?Sized> std::ops::Deref for CapsuleRef<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<'de, T: Any + Send + Sync> Deserialize<'de> for CapsuleRef<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Outer<T>(PhantomData<T>);
+        struct Inner<T>(PhantomData<T>);
+
+        impl<'de, T: Any + Send + Sync> Visitor<'de> for Outer<T> {
+            type Value = CapsuleRef<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "capsule({})", short_type_name::<T>())
+            }
+            fn visit_newtype_struct<D: Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(Inner(PhantomData))
+            }
+        }
+
+        impl<'de, T: Any + Send + Sync> Visitor<'de> for Inner<T> {
+            type Value = CapsuleRef<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "capsule({})", short_type_name::<T>())
+            }
+            fn visit_u64<E: de::Error>(self, idx: u64) -> Result<Self::Value, E> {
+                let Some(c) = take_capsule(idx) else {
+                    return Err(E::custom("internal error: capsule slot is empty"));
+                };
+                match c.downcast::<T>() {
+                    Some(arc) => Ok(CapsuleRef(arc)),
+                    None => Err(E::custom(format!(
+                        "expected capsule({}), got capsule({})",
+                        short_type_name::<T>(),
+                        c.type_name
+                    ))),
+                }
+            }
+            /// The decoder describes a non-capsule value by its type name.
+            fn visit_str<E: de::Error>(self, got: &str) -> Result<Self::Value, E> {
+                Err(E::custom(format!(
+                    "expected capsule({}), got {got}",
+                    short_type_name::<T>()
+                )))
+            }
+        }
+
+        d.deserialize_newtype_struct(CAPSULE_NEWTYPE, Outer(PhantomData))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SecretString
+// ---------------------------------------------------------------------------------------------
+
+/// A sensitive string argument (a password, a bearer token). Accepts a string or a secret;
+/// Debug and Display print `(secret)`. Serializes as `"(secret)"` so it cannot leak through a
+/// JSON dump of the arguments.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct SecretString(String);
+
+impl SecretString {
+    pub fn new(s: impl Into<String>) -> Self {
+        SecretString(s.into())
+    }
+
+    /// The secret text. Call only where it is sent to its destination.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for SecretString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("(secret)")
+    }
+}
+
+impl fmt::Display for SecretString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("(secret)")
+    }
+}
+
+impl Serialize for SecretString {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("(secret)")
+    }
+}
+
+impl<'de> Deserialize<'de> for SecretString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SecretString;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or secret")
+            }
+            fn visit_newtype_struct<D: Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                String::deserialize(d).map(SecretString)
+            }
+            // Other deserializers (JSON in tests, say) pass plain strings.
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(SecretString(s.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+                Ok(SecretString(s))
+            }
+        }
+        d.deserialize_newtype_struct(SECRET_NEWTYPE, V)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Duration
+// ---------------------------------------------------------------------------------------------
+
+/// A duration written as Go's `time.ParseDuration` accepts it: a sequence of decimal numbers
+/// with units `ns`, `us` (or `µs`), `ms`, `s`, `m`, `h` (`"15s"`, `"1h30m"`, `"0.5s"`; no `d`).
+/// Negative durations are rejected (no component argument wants one). Serializes back in Go's
+/// `Duration.String()` form (`"1h30m0s"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Duration(pub std::time::Duration);
+
+impl Duration {
+    pub const ZERO: Duration = Duration(std::time::Duration::ZERO);
+
+    pub fn from_secs(s: u64) -> Self {
+        Duration(std::time::Duration::from_secs(s))
+    }
+
+    pub fn from_millis(ms: u64) -> Self {
+        Duration(std::time::Duration::from_millis(ms))
+    }
+
+    pub fn get(self) -> std::time::Duration {
+        self.0
+    }
+
+    pub fn is_zero(self) -> bool {
+        self.0.is_zero()
+    }
+}
+
+impl From<std::time::Duration> for Duration {
+    fn from(d: std::time::Duration) -> Self {
+        Duration(d)
+    }
+}
+
+impl From<Duration> for std::time::Duration {
+    fn from(d: Duration) -> Self {
+        d.0
+    }
+}
+
+impl std::ops::Deref for Duration {
+    type Target = std::time::Duration;
+    fn deref(&self) -> &std::time::Duration {
+        &self.0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("time: invalid duration {0:?}")]
+    Invalid(String),
+    #[error("time: missing unit in duration {0:?}")]
+    MissingUnit(String),
+    #[error("time: unknown unit {unit:?} in duration {input:?}")]
+    UnknownUnit { unit: String, input: String },
+    #[error("negative duration {0:?} is not allowed")]
+    Negative(String),
+}
+
+/// Go's `time.ParseDuration`, returning nanoseconds (which may be negative).
+pub fn parse_go_duration_nanos(input: &str) -> Result<i64, DurationError> {
+    let invalid = || DurationError::Invalid(input.to_string());
+    let mut s = input;
+    let mut neg = false;
+    if let Some(c) = s.chars().next()
+        && (c == '-' || c == '+')
+    {
+        neg = c == '-';
+        s = &s[1..];
+    }
+    if s == "0" {
+        return Ok(0);
+    }
+    if s.is_empty() {
+        return Err(invalid());
+    }
+    let mut total: u64 = 0;
+    while !s.is_empty() {
+        // The next character must be [0-9.].
+        let b = s.as_bytes()[0];
+        if !(b == b'.' || b.is_ascii_digit()) {
+            return Err(invalid());
+        }
+        // Integer part.
+        let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
+        let pre = int_len > 0;
+        let mut v: u64 = 0;
+        for d in s[..int_len].bytes() {
+            v = v
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(u64::from(d - b'0')))
+                .filter(|v| *v <= 1 << 63)
+                .ok_or_else(invalid)?;
+        }
+        s = &s[int_len..];
+        // Fraction.
+        let mut frac: u64 = 0;
+        let mut scale: f64 = 1.0;
+        let mut post = false;
+        if let Some(rest) = s.strip_prefix('.') {
+            s = rest;
+            let frac_len = s.bytes().take_while(u8::is_ascii_digit).count();
+            post = frac_len > 0;
+            let mut overflow = false;
+            for d in s[..frac_len].bytes() {
+                if overflow {
+                    continue;
+                }
+                match frac
+                    .checked_mul(10)
+                    .and_then(|f| f.checked_add(u64::from(d - b'0')))
+                {
+                    // Go stops accumulating once more digits cannot matter.
+                    Some(f) if f <= 1 << 63 => {
+                        frac = f;
+                        scale *= 10.0;
+                    }
+                    _ => overflow = true,
+                }
+            }
+            s = &s[frac_len..];
+        }
+        if !pre && !post {
+            // No digits (e.g. ".s").
+            return Err(invalid());
+        }
+        // Unit.
+        let unit_len = s
+            .char_indices()
+            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
+            .map(|(i, _)| i)
+            .unwrap_or(s.len());
+        if unit_len == 0 {
+            return Err(DurationError::MissingUnit(input.to_string()));
+        }
+        let unit = &s[..unit_len];
+        s = &s[unit_len..];
+        let mult: u64 = match unit {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60 * 1_000_000_000,
+            "h" => 3600 * 1_000_000_000,
+            _ => {
+                return Err(DurationError::UnknownUnit {
+                    unit: unit.to_string(),
+                    input: input.to_string(),
+                });
+            }
+        };
+        if v > (1u64 << 63) / mult {
+            return Err(invalid());
+        }
+        v *= mult;
+        if frac > 0 {
+            // Float64 is needed to be nanosecond accurate for fractions of hours, as in Go.
+            v += (frac as f64 * (mult as f64 / scale)) as u64;
+            if v > 1 << 63 {
+                return Err(invalid());
+            }
+        }
+        total = total.checked_add(v).filter(|t| *t <= 1 << 63).ok_or_else(invalid)?;
+    }
+    if neg {
+        return Ok((total as i64).wrapping_neg());
+    }
+    if total > i64::MAX as u64 {
+        return Err(invalid());
+    }
+    Ok(total as i64)
+}
+
+/// Parses a Go duration string into a non-negative [`Duration`].
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
+    let n = parse_go_duration_nanos(s)?;
+    if n < 0 {
+        return Err(DurationError::Negative(s.to_string()));
+    }
+    Ok(Duration(std::time::Duration::from_nanos(n as u64)))
+}
+
+impl std::str::FromStr for Duration {
+    type Err = DurationError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_duration(s)
+    }
+}
+
+/// Go's `time.Duration.String()`: `"1h30m0s"`, `"1.5s"`, `"500ms"`, `"1µs"`, `"0s"`.
+pub fn format_go_duration(d: std::time::Duration) -> String {
+    let nanos = d.as_nanos();
+    if nanos == 0 {
+        return "0s".to_string();
+    }
+    // Go's Duration is an int64; larger values cannot occur after parsing.
+    let u = nanos.min(u128::from(u64::MAX)) as u64;
+    if u < 1_000_000_000 {
+        // Sub-second: use the smallest unit that keeps a leading non-zero digit.
+        let (unit, prec) = if u < 1_000 {
+            return format!("{u}ns");
+        } else if u < 1_000_000 {
+            ("µs", 3)
+        } else {
+            ("ms", 6)
+        };
+        return format!("{}{unit}", fmt_frac(u, prec));
+    }
+    let mut out = String::new();
+    let hours = u / 3_600_000_000_000;
+    let rem = u % 3_600_000_000_000;
+    let minutes = rem / 60_000_000_000;
+    let secs_nanos = rem % 60_000_000_000;
+    if hours > 0 {
+        out.push_str(&format!("{hours}h"));
+    }
+    if hours > 0 || minutes > 0 {
+        out.push_str(&format!("{minutes}m"));
+    }
+    out.push_str(&fmt_frac(secs_nanos, 9));
+    out.push('s');
+    out
+}
+
+/// `v / 10^prec` with trailing fractional zeros (and a bare point) removed.
+fn fmt_frac(v: u64, prec: u32) -> String {
+    let p = 10u64.pow(prec);
+    let int = v / p;
+    let frac = v % p;
+    if frac == 0 {
+        return int.to_string();
+    }
+    let mut f = format!("{frac:0width$}", width = prec as usize);
+    while f.ends_with('0') {
+        f.pop();
+    }
+    format!("{int}.{f}")
+}
+
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_go_duration(self.0))
+    }
+}
+
+impl Serialize for Duration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_go_duration(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Duration;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a duration string such as \"15s\"")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Duration, E> {
+                parse_duration(s).map_err(E::custom)
+            }
+        }
+        // Strings only: the Alloy decoder converts a number to its text first, so `5` gives
+        // Go's "missing unit" error and `0` is zero.
+        d.deserialize_str(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_durations() {
+        let ok: &[(&str, u64)] = &[
+            ("0", 0),
+            ("0s", 0),
+            ("5s", 5_000_000_000),
+            ("1h30m", 5_400_000_000_000),
+            ("0.5s", 500_000_000),
+            (".5s", 500_000_000),
+            ("1.s", 1_000_000_000),
+            ("1.5h", 5_400_000_000_000),
+            ("100ms", 100_000_000),
+            ("10us", 10_000),
+            ("10µs", 10_000),
+            ("10μs", 10_000),
+            ("7ns", 7),
+            ("1h2m3s4ms5us6ns", 3_723_004_005_006),
+            ("+5s", 5_000_000_000),
+            ("2562047h47m16.854775807s", i64::MAX as u64),
+        ];
+        for (s, n) in ok {
+            assert_eq!(
+                parse_duration(s).map(|d| d.0.as_nanos() as u64),
+                Ok(*n),
+                "{s}"
+            );
+        }
+        let err: &[(&str, &str)] = &[
+            ("", "time: invalid duration \"\""),
+            ("1", "time: missing unit in duration \"1\""),
+            ("1d", "time: unknown unit \"d\" in duration \"1d\""),
+            ("s", "time: invalid duration \"s\""),
+            (".s", "time: invalid duration \".s\""),
+            ("1.2.3s", "time: invalid duration \"1.2.3s\""),
+            ("-5s", "negative duration \"-5s\" is not allowed"),
+            ("3000000h", "time: invalid duration \"3000000h\""),
+            ("1 s", "time: unknown unit \" s\" in duration \"1 s\""),
+        ];
+        for (s, msg) in err {
+            assert_eq!(
+                parse_duration(s).map_err(|e| e.to_string()),
+                Err(msg.to_string()),
+                "{s}"
+            );
+        }
+        assert_eq!(parse_go_duration_nanos("-1.5s"), Ok(-1_500_000_000));
+    }
+
+    #[test]
+    fn format_durations() {
+        let cases: &[(u64, &str)] = &[
+            (0, "0s"),
+            (1, "1ns"),
+            (1_100, "1.1µs"),
+            (2_200_000, "2.2ms"),
+            (500_000_000, "500ms"),
+            (1_000_000_000, "1s"),
+            (1_500_000_000, "1.5s"),
+            (60_000_000_000, "1m0s"),
+            (5_400_000_000_000, "1h30m0s"),
+            (3_723_004_005_006, "1h2m3.004005006s"),
+            (i64::MAX as u64, "2562047h47m16.854775807s"),
+        ];
+        for (n, s) in cases {
+            assert_eq!(
+                format_go_duration(std::time::Duration::from_nanos(*n)),
+                *s
+            );
+            // And it parses back.
+            assert_eq!(parse_duration(s).map(|d| d.0.as_nanos() as u64), Ok(*n));
+        }
+    }
+
+    #[test]
+    fn secret_string_is_redacted() {
+        let s = SecretString::new("hunter2");
+        assert_eq!(format!("{s}"), "(secret)");
+        assert_eq!(format!("{s:?}"), "(secret)");
+        assert_eq!(serde_json::to_string(&s).ok().as_deref(), Some("\"(secret)\""));
+        assert_eq!(s.expose(), "hunter2");
+        let back: SecretString = serde_json::from_str("\"x\"").unwrap_or_default();
+        assert_eq!(back.expose(), "x");
+    }
+
+    #[test]
+    fn short_names() {
+        assert_eq!(short_type_name::<String>(), "String");
+        assert_eq!(short_type_name::<Vec<String>>(), "Vec<String>");
+        assert_eq!(
+            short_type_name::<std::collections::BTreeMap<String, u8>>(),
+            "BTreeMap<String, u8>"
+        );
+    }
+
+    #[test]
+    fn duration_serde() {
+        let d: Duration = serde_json::from_str("\"1m30s\"").unwrap_or_default();
+        assert_eq!(d, Duration::from_secs(90));
+        assert_eq!(serde_json::to_string(&d).ok().as_deref(), Some("\"1m30s\""));
+    }
+}

@@ -1,0 +1,129 @@
+//! The HTTP API over a controller running test components, served in-process: the component
+//! JSON, `/-/healthy` with an unhealthy component, and the HTML overview.
+
+mod runtime_support;
+
+use runtime_support::{controller, pass};
+use scraper::server::{AppState, serve};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const CONFIG: &str = r#"
+test.pass "a" {
+  input = "one"
+}
+
+test.pass "b" {
+  input = test.pass.a.output
+}
+"#;
+
+#[tokio::test]
+async fn component_api_health_and_ui() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = controller(dir.path());
+    c.apply_source("cfg.alloy", CONFIG).await.expect("apply");
+    c.wait_idle().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let stop = CancellationToken::new();
+    let state = AppState {
+        controller: c.clone(),
+        config_path: dir.path().join("unused.alloy"),
+    };
+    let server = tokio::spawn(serve(listener, state, stop.clone()));
+    let client = reqwest::Client::new();
+    let get_json = |path: &'static str| {
+        let (client, base) = (client.clone(), base.clone());
+        async move {
+            let resp = client
+                .get(format!("{base}{path}"))
+                .send()
+                .await
+                .expect("get");
+            assert_eq!(resp.status().as_u16(), 200, "{path}");
+            let text = resp.text().await.expect("body");
+            serde_json::from_str::<Value>(&text).expect("json")
+        }
+    };
+
+    let list = get_json("/api/v0/web/components").await;
+    let items = list.as_array().expect("array");
+    assert_eq!(items.len(), 2);
+    let b = &items[1];
+    assert_eq!(b["name"], "test.pass");
+    assert_eq!(b["type"], "block");
+    assert_eq!(b["localID"], "test.pass.b");
+    assert_eq!(b["moduleID"], "");
+    assert_eq!(b["label"], "b");
+    assert_eq!(b["referencesTo"], json!(["test.pass.a"]));
+    assert_eq!(b["referencedBy"], json!([]));
+    assert_eq!(b["health"]["state"], "healthy");
+    // The freshest of the healthy reports: started, or evaluated again since.
+    let msg = b["health"]["message"].as_str().expect("message");
+    assert!(
+        ["started component", "component evaluated"].contains(&msg),
+        "{msg}"
+    );
+    let updated = b["health"]["updatedTime"].as_str().expect("time");
+    assert!(
+        updated.len() >= 20 && updated.ends_with('Z') && &updated[10..11] == "T",
+        "{updated}"
+    );
+    assert!(b.get("arguments").is_none(), "list view has no arguments");
+
+    let detail = get_json("/api/v0/web/components/test.pass.b").await;
+    assert_eq!(detail["arguments"], json!({ "input": "one" }));
+    assert_eq!(detail["exports"], json!({ "extra": "", "output": "one" }));
+    assert_eq!(detail["referencesTo"], json!(["test.pass.a"]));
+
+    // Break b: /-/healthy names it, the UI shows it.
+    pass(&c, "test.pass.a").await.set_output("drop-output");
+    c.wait_idle().await;
+    let resp = client
+        .get(format!("{base}/-/healthy"))
+        .send()
+        .await
+        .expect("healthy");
+    assert_eq!(resp.status().as_u16(), 500);
+    assert_eq!(
+        resp.text().await.expect("body"),
+        "unhealthy components: test.pass.b\n"
+    );
+    let html = client
+        .get(format!("{base}/"))
+        .send()
+        .await
+        .expect("ui")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        html.contains(r#"<td class="unhealthy">unhealthy</td>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<a href="/api/v0/web/components/test.pass.a">test.pass.a</a>"#),
+        "{html}"
+    );
+    let metrics = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        metrics.contains(
+            r#"alloy_component_controller_running_components{health_type="unhealthy"} 1"#
+        ),
+        "{metrics}"
+    );
+
+    stop.cancel();
+    server.await.expect("join").expect("serve");
+    c.shutdown().await;
+}

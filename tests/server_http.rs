@@ -1,0 +1,154 @@
+//! The real binary's HTTP server: lifecycle endpoints, metrics, the component API, the UI,
+//! reload through HTTP and SIGHUP, self-profiling, and signal-driven shutdown.
+
+mod server_support;
+
+use std::time::Duration;
+
+use server_support::Scraper;
+
+const GOOD: &str = "logging {\n  level = \"info\"\n}\n";
+
+async fn get(client: &reqwest::Client, url: &str) -> (u16, String) {
+    let resp = client.get(url).send().await.expect("request");
+    let status = resp.status().as_u16();
+    (status, resp.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn endpoints_reload_and_shutdown() {
+    let mut s = Scraper::start(GOOD);
+    let client = reqwest::Client::new();
+
+    assert_eq!(
+        get(&client, &s.url("/-/ready")).await,
+        (200, "Alloy is ready.\n".to_string())
+    );
+    assert_eq!(
+        get(&client, &s.url("/-/healthy")).await,
+        (200, "All Alloy components are healthy.\n".to_string())
+    );
+
+    let resp = client.get(s.url("/metrics")).send().await.expect("metrics");
+    assert_eq!(resp.status().as_u16(), 200);
+    let ctype = resp.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .to_string();
+    assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+    let metrics = resp.text().await.expect("body");
+    for want in [
+        "alloy_config_last_load_successful 1",
+        r#"alloy_component_controller_running_components{health_type="healthy"} 0"#,
+        "# TYPE alloy_component_evaluation_seconds histogram",
+    ] {
+        assert!(metrics.contains(want), "missing {want:?} in\n{metrics}");
+    }
+
+    assert_eq!(
+        get(&client, &s.url("/api/v0/web/components")).await,
+        (200, "[]".to_string())
+    );
+    assert_eq!(
+        get(&client, &s.url("/api/v0/web/components/nope.nope.x"))
+            .await
+            .0,
+        404
+    );
+    let (status, html) = get(&client, &s.url("/")).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("No components are configured."), "{html}");
+
+    // A good reload (POST) switches the log format to JSON.
+    s.write_config("logging {\n  level = \"debug\"\n  format = \"json\"\n}\n");
+    let resp = client
+        .post(s.url("/-/reload"))
+        .send()
+        .await
+        .expect("reload");
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.text().await.expect("body"), "config reloaded\n");
+    let json_line = s.wait_for_log(Duration::from_secs(5), |l| {
+        (l.starts_with('{') && l.contains("config reloaded")).then(|| l.to_string())
+    });
+    let json_line = json_line.unwrap_or_else(|| panic!("no JSON log line:\n{}", s.logs()));
+    let parsed: serde_json::Value = serde_json::from_str(&json_line).expect("valid JSON log");
+    assert_eq!(parsed["level"], "INFO", "{json_line}");
+
+    // A bad reload (GET) is refused with the error and its position; the old config stays.
+    s.write_config("logging {\n  level = \"verbose\"\n}\n");
+    let (status, body) = get(&client, &s.url("/-/reload")).await;
+    assert_eq!(status, 400);
+    let path = server_support::shown(&s.config);
+    assert_eq!(
+        body,
+        format!(
+            "{path}:2:11: unrecognized log level \"verbose\" (expected debug, info, warn or error)\n"
+        )
+    );
+    assert_eq!(get(&client, &s.url("/-/ready")).await.0, 200);
+    let metrics = get(&client, &s.url("/metrics")).await.1;
+    assert!(
+        metrics.contains("alloy_config_last_load_successful 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("alloy_config_load_failures_total 1"),
+        "{metrics}"
+    );
+
+    // SIGHUP reloads too.
+    s.write_config(GOOD);
+    s.signal(libc::SIGHUP);
+    let mut reloaded = false;
+    for _ in 0..100 {
+        let metrics = get(&client, &s.url("/metrics")).await.1;
+        if metrics.contains("alloy_config_last_load_successful 1") {
+            reloaded = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(reloaded, "SIGHUP did not reload; logs:\n{}", s.logs());
+
+    // SIGTERM stops it cleanly.
+    s.signal(libc::SIGTERM);
+    let status = s.wait_exit(Duration::from_secs(15));
+    assert!(status.success(), "{status:?}; logs:\n{}", s.logs());
+}
+
+#[tokio::test]
+async fn a_bad_initial_config_exits_with_the_errors() {
+    let mut s = Scraper::start("logging {\n  format = \"xml\"\n}\n");
+    let status = s.wait_exit(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(1));
+    let logs = s.logs();
+    let path = server_support::shown(&s.config);
+    assert!(
+        logs.contains(&format!("{path}:2:12: unrecognized log format \"xml\"")),
+        "{logs}"
+    );
+    assert!(logs.contains("^^^^^"), "caret missing:\n{logs}");
+    assert!(
+        logs.contains("could not perform the initial load successfully"),
+        "{logs}"
+    );
+}
+
+#[tokio::test]
+async fn serves_a_cpu_profile_of_itself_and_stops_on_sigint() {
+    let mut s = Scraper::start(GOOD);
+    let client = reqwest::Client::new();
+    let resp = client
+        .get(s.url("/debug/pprof/profile?seconds=1"))
+        .send()
+        .await
+        .expect("profile");
+    assert_eq!(resp.status().as_u16(), 200);
+    let body = resp.bytes().await.expect("body");
+    assert_eq!(&body[..2], &[0x1f, 0x8b], "gzip");
+
+    s.signal(libc::SIGINT);
+    let status = s.wait_exit(Duration::from_secs(15));
+    assert!(status.success(), "{status:?}");
+}
