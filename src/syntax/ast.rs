@@ -284,13 +284,9 @@ impl Expr {
                     out.push(name);
                     true
                 }
-                ExprKind::Access { value, name } => {
-                    if chain(value, out) {
-                        out.push(&name.name);
-                        true
-                    } else {
-                        false
-                    }
+                ExprKind::Access { value, name } if chain(value, out) => {
+                    out.push(&name.name);
+                    true
                 }
                 _ => false,
             }

@@ -278,7 +278,9 @@ fn eval<'s>(expr: &Expr, scope: &'s Scope) -> Result<Cow<'s, Value>, Diagnostic>
             let missing =
                 || Diagnostic::error(name.span, format!("field {:?} does not exist", name.name));
             match base {
-                Cow::Borrowed(Value::Object(m)) => m.get(&name.name).map(Cow::Borrowed).ok_or_else(missing),
+                Cow::Borrowed(Value::Object(m)) => {
+                    m.get(&name.name).map(Cow::Borrowed).ok_or_else(missing)
+                }
                 Cow::Owned(Value::Object(mut m)) => {
                     m.remove(&name.name).map(Cow::Owned).ok_or_else(missing)
                 }
@@ -327,9 +329,10 @@ fn eval<'s>(expr: &Expr, scope: &'s Scope) -> Result<Cow<'s, Value>, Diagnostic>
                     };
                     // A missing key read with [] is null, unlike field access.
                     Ok(match base {
-                        Cow::Borrowed(Value::Object(m)) => {
-                            m.get(key).map(Cow::Borrowed).unwrap_or(Cow::Owned(Value::Null))
-                        }
+                        Cow::Borrowed(Value::Object(m)) => m
+                            .get(key)
+                            .map(Cow::Borrowed)
+                            .unwrap_or(Cow::Owned(Value::Null)),
                         Cow::Owned(Value::Object(mut m)) => {
                             Cow::Owned(m.remove(key).unwrap_or(Value::Null))
                         }
@@ -369,7 +372,9 @@ fn eval<'s>(expr: &Expr, scope: &'s Scope) -> Result<Cow<'s, Value>, Diagnostic>
                     message,
                 }) => Err(match args.get(index) {
                     Some(arg) => value_error(arg, &path, &message),
-                    None => Diagnostic::error(expr.span, format!("{} {}", expr_text(func), message)),
+                    None => {
+                        Diagnostic::error(expr.span, format!("{} {}", expr_text(func), message))
+                    }
                 }),
             }
         }
@@ -644,17 +649,23 @@ fn number_op(op: BinaryOp, a: Number, b: Number, rhs: &Expr) -> Result<Value, Di
     let num = |n: Number| Value::Number(n);
     Ok(match op {
         BinaryOp::Add => match k {
-            Kind::Uint => num(Number::Uint(number_as_u64(a).wrapping_add(number_as_u64(b)))),
+            Kind::Uint => num(Number::Uint(
+                number_as_u64(a).wrapping_add(number_as_u64(b)),
+            )),
             Kind::Int => num(Number::Int(number_as_i64(a).wrapping_add(number_as_i64(b)))),
             Kind::Float => num(Number::Float(a.as_f64() + b.as_f64())),
         },
         BinaryOp::Sub => match k {
-            Kind::Uint => num(Number::Uint(number_as_u64(a).wrapping_sub(number_as_u64(b)))),
+            Kind::Uint => num(Number::Uint(
+                number_as_u64(a).wrapping_sub(number_as_u64(b)),
+            )),
             Kind::Int => num(Number::Int(number_as_i64(a).wrapping_sub(number_as_i64(b)))),
             Kind::Float => num(Number::Float(a.as_f64() - b.as_f64())),
         },
         BinaryOp::Mul => match k {
-            Kind::Uint => num(Number::Uint(number_as_u64(a).wrapping_mul(number_as_u64(b)))),
+            Kind::Uint => num(Number::Uint(
+                number_as_u64(a).wrapping_mul(number_as_u64(b)),
+            )),
             Kind::Int => num(Number::Int(number_as_i64(a).wrapping_mul(number_as_i64(b)))),
             Kind::Float => num(Number::Float(a.as_f64() * b.as_f64())),
         },
@@ -690,7 +701,10 @@ fn number_op(op: BinaryOp, a: Number, b: Number, rhs: &Expr) -> Result<Value, Di
             Kind::Float => num(Number::Float(a.as_f64() % b.as_f64())),
         },
         BinaryOp::Pow => match k {
-            Kind::Uint => num(Number::Uint(int_pow_u64(number_as_u64(a), number_as_u64(b)))),
+            Kind::Uint => num(Number::Uint(int_pow_u64(
+                number_as_u64(a),
+                number_as_u64(b),
+            ))),
             Kind::Int => num(Number::Int(int_pow_i64(number_as_i64(a), number_as_i64(b)))),
             Kind::Float => num(Number::Float(a.as_f64().powf(b.as_f64()))),
         },
@@ -1080,7 +1094,10 @@ impl EvaluatedBody {
                 _ => serde_json::Map::new(),
             };
             if let Some(label) = &b.label {
-                obj.insert("$label".to_string(), serde_json::Value::String(label.clone()));
+                obj.insert(
+                    "$label".to_string(),
+                    serde_json::Value::String(label.clone()),
+                );
             }
             let entry = out
                 .entry(b.name.clone())
@@ -1168,14 +1185,15 @@ pub fn deprecation_warnings(body: &ast::Body, scope: &Scope) -> Vec<Diagnostic> 
     body.for_each_reference(&mut |parts, span| {
         if let Some(first) = parts.first()
             && stdlib::is_deprecated(first)
-            && scope.get(first).is_some_and(|v| Some(v) == stdlib::identifiers().get(*first))
+            && scope
+                .get(first)
+                .is_some_and(|v| Some(v) == stdlib::identifiers().get(*first))
         {
             out.push(Diagnostic::warning(span, stdlib::DEPRECATION_MESSAGE));
         }
     });
     out
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -1294,7 +1312,10 @@ mod tests {
             ("[1, 2, 3][1.9]", int(2)),
             ("{a = 1}[\"a\"]", int(1)),
             ("{a = 1}[\"b\"]", Value::Null),
-            ("{ \"app.kubernetes.io/name\" = \"x\" }[\"app.kubernetes.io/name\"]", Value::string("x")),
+            (
+                "{ \"app.kubernetes.io/name\" = \"x\" }[\"app.kubernetes.io/name\"]",
+                Value::string("x"),
+            ),
             ("{a = {b = [10, 20]}}.a.b[1]", int(20)),
             ("key_value.object.field1[0]", int(15)),
             ("{a = 1, a = 2}.a", int(2)),
@@ -1322,7 +1343,10 @@ mod tests {
                 "1 - \"a\"",
                 "1:5: \"a\" should be one of [number] for binop -, got string",
             ),
-            ("1 && true", "1:1: 1 should be one of [bool] for binop &&, got number"),
+            (
+                "1 && true",
+                "1:1: 1 should be one of [bool] for binop &&, got number",
+            ),
             ("1 / 0", "1:5: 0 divide by zero error"),
             ("1 % 0", "1:5: 0 divide by zero error"),
             ("1.5 / 0.0", "1:7: 0.0 divide by zero error"),
@@ -1350,10 +1374,19 @@ mod tests {
             ("!1", "1:2: 1 should be bool, got number"),
             ("-\"a\"", "1:2: \"a\" should be number, got string"),
             ("\"a\" < 1", "1:7: 1 should be string, got number"),
-            ("[1] < [2]", "1:1: [1] should be one of [number string] for binop <, got array"),
-            ("key_value.object.nope", "1:18: field \"nope\" does not exist"),
+            (
+                "[1] < [2]",
+                "1:1: [1] should be one of [number string] for binop <, got array",
+            ),
+            (
+                "key_value.object.nope",
+                "1:18: field \"nope\" does not exist",
+            ),
             // Errors deep inside expressions point at the innermost sub-expression.
-            ("[1, 2, 1 + true]", "1:12: true should be one of [number string secret] for binop +, got bool"),
+            (
+                "[1, 2, 1 + true]",
+                "1:12: true should be one of [number string secret] for binop +, got bool",
+            ),
             ("{ a = { b = x } }", "1:13: identifier \"x\" does not exist"),
         ];
         for (src, want) in cases {
@@ -1416,7 +1449,10 @@ mod tests {
     fn number_text() {
         assert_eq!(number_to_string(Number::Float(1.0)), "1");
         assert_eq!(number_to_string(Number::Float(0.1)), "0.1");
-        assert_eq!(number_to_string(Number::Float(1e21)), "1000000000000000000000");
+        assert_eq!(
+            number_to_string(Number::Float(1e21)),
+            "1000000000000000000000"
+        );
         assert_eq!(number_to_string(Number::Float(1e-7)), "0.0000001");
         assert_eq!(number_to_string(Number::Float(f64::INFINITY)), "+Inf");
         assert_eq!(number_to_string(Number::Int(-3)), "-3");
@@ -1452,8 +1488,14 @@ mod tests {
         s.insert_path(&["discovery", "relabel", "a"], out(1));
         s.insert_path(&["discovery", "relabel", "b"], out(2));
         s.insert_path(&["discovery", "kubernetes", "pods"], out(3));
-        assert_eq!(s.lookup_path(&["discovery", "relabel", "a", "output"]), Some(&int(1)));
-        assert_eq!(s.lookup_path(&["discovery", "relabel", "b", "output"]), Some(&int(2)));
+        assert_eq!(
+            s.lookup_path(&["discovery", "relabel", "a", "output"]),
+            Some(&int(1))
+        );
+        assert_eq!(
+            s.lookup_path(&["discovery", "relabel", "b", "output"]),
+            Some(&int(2))
+        );
         assert_eq!(
             s.lookup_path(&["discovery", "kubernetes", "pods", "output"]),
             Some(&int(3))
@@ -1464,7 +1506,10 @@ mod tests {
             s.lookup_path(&["string", "join"]),
             Some(Value::Function(_))
         ));
-        assert_eq!(s.lookup_path(&["string", "custom", "x", "output"]), Some(&int(4)));
+        assert_eq!(
+            s.lookup_path(&["string", "custom", "x", "output"]),
+            Some(&int(4))
+        );
         // A component named like a stdlib function wins over it.
         s.insert_path(&["coalesce", "x"], out(5));
         assert_eq!(s.lookup_path(&["coalesce", "x", "output"]), Some(&int(5)));
@@ -1474,8 +1519,14 @@ mod tests {
         assert_eq!(eval_expr(&e, &s), Ok(int(6)));
         // Overwriting replaces the leaf only.
         s.insert_path(&["discovery", "relabel", "a"], out(7));
-        assert_eq!(s.lookup_path(&["discovery", "relabel", "a", "output"]), Some(&int(7)));
-        assert_eq!(s.lookup_path(&["discovery", "relabel", "b", "output"]), Some(&int(2)));
+        assert_eq!(
+            s.lookup_path(&["discovery", "relabel", "a", "output"]),
+            Some(&int(7))
+        );
+        assert_eq!(
+            s.lookup_path(&["discovery", "relabel", "b", "output"]),
+            Some(&int(2))
+        );
         // Removal prunes empty objects and restores a shadowed stdlib name.
         s.remove_path(&["discovery", "relabel", "a"]);
         s.remove_path(&["discovery", "relabel", "b"]);
@@ -1503,7 +1554,8 @@ mod tests {
         assert_eq!(body.blocks[0].body.blocks[0].name, "inner");
 
         // Equality ignores spans: the same body shifted by an edit elsewhere is equal.
-        let shifted = eval_body(&body_of(&format!("\n\n// comment\n{src}")), &s).expect("evaluates");
+        let shifted =
+            eval_body(&body_of(&format!("\n\n// comment\n{src}")), &s).expect("evaluates");
         assert_eq!(body, shifted);
         let changed = eval_body(&body_of(&src.replace("\"x\"", "\"y\"")), &s).expect("evaluates");
         assert_ne!(body, changed);

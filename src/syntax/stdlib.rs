@@ -78,7 +78,9 @@ fn func_key(f: &Function) -> usize {
 fn make_fn(name: &'static str, imp: RichFn, rich: &mut HashMap<usize, RichFn>) -> Value {
     let f = Function {
         name,
-        func: Arc::new(move |args: &[Value]| imp(args.to_vec()).map_err(|e| e.message().to_string())),
+        func: Arc::new(move |args: &[Value]| {
+            imp(args.to_vec()).map_err(|e| e.message().to_string())
+        }),
     };
     rich.insert(func_key(&f), imp);
     Value::Function(f)
@@ -107,7 +109,10 @@ fn build() -> Stdlib {
     );
     ids.insert(
         "convert".to_string(),
-        ns(&[("convert.nonsensitive", nonsensitive as RichFn)], &mut rich),
+        ns(
+            &[("convert.nonsensitive", nonsensitive as RichFn)],
+            &mut rich,
+        ),
     );
     ids.insert(
         "array".to_string(),
@@ -440,8 +445,8 @@ fn combine_maps(args: Vec<Value>) -> Result<Value, FnError> {
             args.len()
         )));
     }
-    for i in 0..2 {
-        match &args[i] {
+    for (i, arg) in args.iter().enumerate().take(2) {
+        match arg {
             Value::Array(items) => {
                 for (j, e) in items.iter().enumerate() {
                     if !matches!(e, Value::Object(_)) {
@@ -461,7 +466,10 @@ fn combine_maps(args: Vec<Value>) -> Result<Value, FnError> {
         other => return Err(FnError::arg(2, type_msg(Type::Array, other))),
     };
     if conds.is_empty() {
-        return Err(FnError::arg(2, "combine_maps: merge conditions must not be empty"));
+        return Err(FnError::arg(
+            2,
+            "combine_maps: merge conditions must not be empty",
+        ));
     }
     // Go reads each condition with Text(), which only works on strings.
     let mut keys = Vec::with_capacity(conds.len());
@@ -664,14 +672,18 @@ fn trim_prefix(args: Vec<Value>) -> Result<Value, FnError> {
     expect_args(&args, 2)?;
     let s = arg_string(&args, 0)?;
     let p = arg_string(&args, 1)?;
-    Ok(Value::String(s.strip_prefix(p.as_str()).unwrap_or(&s).to_string()))
+    Ok(Value::String(
+        s.strip_prefix(p.as_str()).unwrap_or(&s).to_string(),
+    ))
 }
 
 fn trim_suffix(args: Vec<Value>) -> Result<Value, FnError> {
     expect_args(&args, 2)?;
     let s = arg_string(&args, 0)?;
     let p = arg_string(&args, 1)?;
-    Ok(Value::String(s.strip_suffix(p.as_str()).unwrap_or(&s).to_string()))
+    Ok(Value::String(
+        s.strip_suffix(p.as_str()).unwrap_or(&s).to_string(),
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -747,7 +759,8 @@ fn json_to_value(j: serde_json::Value) -> Value {
 fn from_json(args: Vec<Value>) -> Result<Value, FnError> {
     expect_args(&args, 1)?;
     let s = arg_string(&args, 0)?;
-    let j: serde_json::Value = serde_json::from_str(&s).map_err(|e| FnError::Call(e.to_string()))?;
+    let j: serde_json::Value =
+        serde_json::from_str(&s).map_err(|e| FnError::Call(e.to_string()))?;
     Ok(json_to_value(j))
 }
 
@@ -880,7 +893,10 @@ pub fn query_unescape(s: &str) -> Result<String, String> {
         match b[i] {
             b'%' => {
                 let hex = |c: u8| (c as char).to_digit(16);
-                match (b.get(i + 1).and_then(|c| hex(*c)), b.get(i + 2).and_then(|c| hex(*c))) {
+                match (
+                    b.get(i + 1).and_then(|c| hex(*c)),
+                    b.get(i + 2).and_then(|c| hex(*c)),
+                ) {
                     (Some(h), Some(l)) => {
                         out.push((h * 16 + l) as u8);
                         i += 3;
@@ -967,17 +983,16 @@ pub fn go_json_encode(v: &Value, out: &mut String) -> Result<(), String> {
             out.push('}');
         }
         Value::Function(f) => return Err(format!("json: unsupported type: function({})", f.name)),
-        Value::Capsule(c) => return Err(format!("json: unsupported type: capsule({})", c.type_name)),
+        Value::Capsule(c) => {
+            return Err(format!("json: unsupported type: capsule({})", c.type_name));
+        }
     }
     Ok(())
 }
 
 fn go_json_float(f: f64) -> Result<String, String> {
     if !f.is_finite() {
-        return Err(format!(
-            "json: unsupported value: {}",
-            format_float(f)
-        ));
+        return Err(format!("json: unsupported value: {}", format_float(f)));
     }
     let abs = f.abs();
     if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
@@ -1319,7 +1334,11 @@ fn int_from_arg(args: &[GoArg<'_>], arg_num: usize) -> (i64, bool, usize) {
 
 impl Printer {
     fn write_padding(&mut self, n: usize) {
-        let c = if self.f.zero && !self.f.minus { '0' } else { ' ' };
+        let c = if self.f.zero && !self.f.minus {
+            '0'
+        } else {
+            ' '
+        };
         for _ in 0..n {
             self.buf.push(c);
         }
@@ -1548,7 +1567,11 @@ impl Printer {
 
     fn fmt_int_base(&mut self, u: u64, base: u64, signed: bool, verb: char, digits: &[u8; 16]) {
         let negative = signed && (u as i64) < 0;
-        let mut u = if negative { (u as i64).unsigned_abs() } else { u };
+        let mut u = if negative {
+            (u as i64).unsigned_abs()
+        } else {
+            u
+        };
         let mut prec = 0usize;
         if let Some(p) = self.f.prec {
             prec = p;
@@ -1581,11 +1604,7 @@ impl Printer {
         if self.f.sharp {
             match base {
                 2 => out.extend_from_slice(b"b0"),
-                8 => {
-                    if out.last() != Some(&b'0') {
-                        out.push(b'0');
-                    }
-                }
+                8 if out.last() != Some(&b'0') => out.push(b'0'),
                 16 => {
                     out.push(if digits == UDIGITS { b'X' } else { b'x' });
                     out.push(b'0');
@@ -1821,7 +1840,13 @@ pub fn go_format_float(v: f64, verb: char, prec: Option<usize>) -> String {
             }
             None => {
                 let (neg, digits, exp) = sci_parts(&format!("{v:e}"));
-                e_form(neg, &digits, digits.len().saturating_sub(1), exp, verb == 'E')
+                e_form(
+                    neg,
+                    &digits,
+                    digits.len().saturating_sub(1),
+                    exp,
+                    verb == 'E',
+                )
             }
         },
         'f' | 'F' => match prec {
@@ -1857,7 +1882,11 @@ pub fn go_format_float(v: f64, verb: char, prec: Option<usize>) -> String {
                 let p = prec_digits.min(nd);
                 return e_form(neg, &digits, p.saturating_sub(1), x, upper);
             }
-            let p = if prec_digits as i32 > dp { nd } else { prec_digits };
+            let p = if prec_digits as i32 > dp {
+                nd
+            } else {
+                prec_digits
+            };
             let frac = (p as i32 - dp).max(0) as usize;
             f_form(neg, &digits, dp, frac)
         }
@@ -1872,7 +1901,13 @@ pub fn go_format_float(v: f64, verb: char, prec: Option<usize>) -> String {
                 mant |= 1u64 << 52;
                 exp - 1075
             };
-            format!("{}{}p{}{}", if neg { "-" } else { "" }, mant, if e >= 0 { "+" } else { "-" }, e.abs())
+            format!(
+                "{}{}p{}{}",
+                if neg { "-" } else { "" },
+                mant,
+                if e >= 0 { "+" } else { "-" },
+                e.abs()
+            )
         }
         'x' | 'X' => go_format_hex_float(v, prec, verb == 'X'),
         _ => format!("%!{verb}(float64={})", format_float(v)),
@@ -1949,7 +1984,6 @@ fn go_format_hex_float(v: f64, prec: Option<usize>, upper: bool) -> String {
     s
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1981,14 +2015,20 @@ mod tests {
             ("sys.env(\"SCRAPER_TEST_UNSET\")", "\"\""),
             ("coalesce()", "null"),
             ("coalesce(\"a\")", "\"a\""),
-            ("coalesce(sys.env(\"SCRAPER_TEST_UNSET\"), \"World!\")", "\"World!\""),
+            (
+                "coalesce(sys.env(\"SCRAPER_TEST_UNSET\"), \"World!\")",
+                "\"World!\"",
+            ),
             ("coalesce([], [\"fallback\"])", "[\"fallback\"]"),
             ("coalesce(0, 1, 2)", "1"),
             ("coalesce(false, true)", "true"),
             ("coalesce(encoding.from_json(\"{}\"), false)", "false"),
             ("coalesce([], null)", "null"),
             ("coalesce(\"\", 0, false)", "false"),
-            ("array.concat([true, \"foo\"], [], [false, 1])", "[true, \"foo\", false, 1]"),
+            (
+                "array.concat([true, \"foo\"], [], [false, 1])",
+                "[true, \"foo\", false, 1]",
+            ),
             ("concat([1], [2])", "[1, 2]"),
             ("array.concat()", "[]"),
             ("string.format(\"Hello %s\", \"World\")", "\"Hello World\""),
@@ -1997,15 +2037,27 @@ mod tests {
             ("string.format(\"%q\", \"hello\")", "\"\\\"hello\\\"\""),
             ("string.format(\"%[2]s-%[1]s\", \"a\", \"b\")", "\"b-a\""),
             ("string.format(\"%d:%05.1f\", 3, 2.25)", "\"3:002.2\""),
-            ("string.join([\"foo\", \"bar\", \"baz\"], \", \")", "\"foo, bar, baz\""),
+            (
+                "string.join([\"foo\", \"bar\", \"baz\"], \", \")",
+                "\"foo, bar, baz\"",
+            ),
             ("join([0, 0, 1], \", \")", "\"0, 0, 1\""),
             ("string.join([], \",\")", "\"\""),
-            ("string.replace(\"Hello World\", \" World\", \"!\")", "\"Hello!\""),
+            (
+                "string.replace(\"Hello World\", \" World\", \"!\")",
+                "\"Hello!\"",
+            ),
             ("replace(\"aaa\", \"a\", \"b\")", "\"bbb\""),
-            ("string.split(\"/aaa/bbb\", \"/\")", "[\"\", \"aaa\", \"bbb\"]"),
+            (
+                "string.split(\"/aaa/bbb\", \"/\")",
+                "[\"\", \"aaa\", \"bbb\"]",
+            ),
             ("split(\"abc\", \"\")", "[\"a\", \"b\", \"c\"]"),
             ("string.split(\"\", \",\")", "[\"\"]"),
-            ("string.join(string.split(\"/a/b\", \"/\"), \"/\")", "\"/a/b\""),
+            (
+                "string.join(string.split(\"/a/b\", \"/\"), \"/\")",
+                "\"/a/b\"",
+            ),
             ("string.to_lower(\"String\")", "\"string\""),
             ("string.to_upper(\"string\")", "\"STRING\""),
             ("string.to_upper(\"straße\")", "\"STRAßE\""),
@@ -2013,27 +2065,33 @@ mod tests {
             ("string.trim(\"?!hello?!\", \"!?\")", "\"hello\""),
             ("trim(\"   hello! world.!  \", \"! \")", "\"hello! world.\""),
             ("string.trim_prefix(\"helloworld\", \"hello\")", "\"world\""),
-            ("string.trim_prefix(\"helloworld\", \"x\")", "\"helloworld\""),
+            (
+                "string.trim_prefix(\"helloworld\", \"x\")",
+                "\"helloworld\"",
+            ),
             ("trim_suffix(\"helloworld\", \"world\")", "\"hello\""),
             ("string.trim_space(\"   string \\n\\n\")", "\"string\""),
             ("string.to_upper(42)", "\"42\""),
             ("string.to_upper(1.5)", "\"1.5\""),
-            ("encoding.from_json(\"{\\\"foo\\\": \\\"bar\\\"}\")", "{foo = \"bar\"}"),
+            (
+                "encoding.from_json(\"{\\\"foo\\\": \\\"bar\\\"}\")",
+                "{foo = \"bar\"}",
+            ),
             ("json_decode(\"[0, 1, null]\")", "[0.0, 1.0, null]"),
             ("encoding.from_json(\"1\") == 1", "true"),
             ("encoding.from_yaml(`foo: bar`)", "{foo = \"bar\"}"),
             ("yaml_decode(`[0, 1, 2]`)", "[0, 1, 2]"),
-            ("encoding.from_yaml(`[0.5, null, true, \"x\"]`)", "[0.5, null, true, \"x\"]"),
+            (
+                "encoding.from_yaml(`[0.5, null, true, \"x\"]`)",
+                "[0.5, null, true, \"x\"]",
+            ),
             ("encoding.from_yaml(`a: {1: b}`)", "{a = {\"1\" = \"b\"}}"),
             ("encoding.from_yaml(``)", "null"),
             (
                 "encoding.from_base64(\"Zm9vYmFyMTIzIT8kKiYoKSctPUB+\")",
                 "\"foobar123!?$*&()'-=@~\"",
             ),
-            (
-                "base64_decode(\"Zm9v\\nYmFy\")",
-                "\"foobar\"",
-            ),
+            ("base64_decode(\"Zm9v\\nYmFy\")", "\"foobar\""),
             (
                 "encoding.from_URLbase64(\"c3RyaW5nMTIzIT8kKiYoKSctPUB-\")",
                 "\"string123!?$*&()'-=@~\"",
@@ -2064,9 +2122,15 @@ mod tests {
                 "`{\"a\":\"\\u003c\\u0026\\u003e\",\"b\":1.5,\"c\":1e+21,\"d\":1e-7,\"e\":[1,null,true]}`",
             ),
             ("convert.nonsensitive(secret)", "\"hunter2\""),
-            ("file.path_join(\"this/is\", \"a/path\")", "\"this/is/a/path\""),
+            (
+                "file.path_join(\"this/is\", \"a/path\")",
+                "\"this/is/a/path\"",
+            ),
             ("file.path_join()", "\"\""),
-            ("file.path_join(\"/a/\", \"../b\", \"\", \"./c\")", "\"/b/c\""),
+            (
+                "file.path_join(\"/a/\", \"../b\", \"\", \"./c\")",
+                "\"/b/c\"",
+            ),
             ("file.path_join(\"a\", \"../..\")", "\"..\""),
             (
                 "array.combine_maps([{\"a\" = \"a1\", \"b\" = \"b1\"}], [{\"a\" = \"a1\", \"c\" = \"c1\"}], [\"a\"])",
@@ -2088,14 +2152,23 @@ mod tests {
                 "array.group_by([{\"name\" = \"bob\"}], \"age\", true)",
                 "[]",
             ),
-            ("constants.arch == \"amd64\" || constants.arch == \"arm64\" || constants.arch != \"\"", "true"),
-            ("constants.version", &format!("\"v{}\"", env!("CARGO_PKG_VERSION"))),
+            (
+                "constants.arch == \"amd64\" || constants.arch == \"arm64\" || constants.arch != \"\"",
+                "true",
+            ),
+            (
+                "constants.version",
+                &format!("\"v{}\"", env!("CARGO_PKG_VERSION")),
+            ),
             ("constants.hostname != \"\"", "true"),
         ];
         for (src, want) in cases {
             let got = ev(src).unwrap_or_else(|e| panic!("{src}: {e}"));
             let want_v = ev(want).unwrap_or_else(|e| panic!("{want}: {e}"));
-            assert!(values_equal(&got, &want_v), "{src}: got {got:?}, want {want_v:?}");
+            assert!(
+                values_equal(&got, &want_v),
+                "{src}: got {got:?}, want {want_v:?}"
+            );
         }
     }
 
@@ -2142,14 +2215,35 @@ mod tests {
                 "array.group_by([{\"name\" = \"alice\", \"age\" = 20}], \"age\", false)",
                 "1:44: 20 should be string, got number",
             ),
-            ("array.concat([1], 2)", "1:19: 2 should be array, got number"),
-            ("string.join(\"a\", \",\")", "1:13: \"a\" should be array, got string"),
-            ("string.join([\"a\", true], \",\")", "1:19: true should be string, got bool"),
-            ("string.join([\"a\"])", "1:1: string.join expected 2 args, got 1"),
+            (
+                "array.concat([1], 2)",
+                "1:19: 2 should be array, got number",
+            ),
+            (
+                "string.join(\"a\", \",\")",
+                "1:13: \"a\" should be array, got string",
+            ),
+            (
+                "string.join([\"a\", true], \",\")",
+                "1:19: true should be string, got bool",
+            ),
+            (
+                "string.join([\"a\"])",
+                "1:1: string.join expected 2 args, got 1",
+            ),
             ("sys.env()", "1:1: sys.env expected 1 args, got 0"),
-            ("string.format()", "1:1: string.format expected at least 1 args, got 0"),
-            ("string.to_upper([1])", "1:17: [1] should be string, got array"),
-            ("convert.nonsensitive(1)", "1:22: 1 should be secret, got number"),
+            (
+                "string.format()",
+                "1:1: string.format expected at least 1 args, got 0",
+            ),
+            (
+                "string.to_upper([1])",
+                "1:17: [1] should be string, got array",
+            ),
+            (
+                "convert.nonsensitive(1)",
+                "1:22: 1 should be secret, got number",
+            ),
             (
                 "encoding.from_base64(\"!!\")",
                 "1:1: encoding.from_base64 illegal base64 data at input byte 0",
@@ -2196,21 +2290,69 @@ mod tests {
         let cases: Vec<(&str, Vec<Value>, &str)> = vec![
             ("%%", vec![], "%"),
             ("%d", vec![i(42)], "42"),
-            ("%5d|%-5d|%05d", vec![i(42), i(42), i(-42)], "   42|42   |-0042"),
+            (
+                "%5d|%-5d|%05d",
+                vec![i(42), i(42), i(-42)],
+                "   42|42   |-0042",
+            ),
             ("%+d % d", vec![i(5), i(5)], "+5  5"),
             ("%.3d", vec![i(7)], "007"),
-            ("%x %X %#x %o %#o %O %b", vec![i(255), i(255), i(255), i(8), i(8), i(8), i(5)], "ff FF 0xff 10 010 0o10 101"),
-            ("%c %q %U %#U", vec![i(65), i(65), i(0x1F600), i(65)], "A 'A' U+1F600 U+0041 'A'"),
-            ("%s|%10s|%-10s|%.2s", vec![s("hi"), s("hi"), s("hi"), s("héllo")], "hi|        hi|hi        |hé"),
-            ("%q %+q %#q", vec![s("a\"b\n"), s("é"), s("x")], "\"a\\\"b\\n\" \"\\u00e9\" `x`"),
-            ("%x % X %#x", vec![s("hi"), s("hi"), s("hi")], "6869 68 69 0x6869"),
-            ("%v %t", vec![Value::Bool(true), Value::Bool(false)], "true false"),
-            ("%f %.2f %8.3f %-8.1f|", vec![f(3.14159), f(3.14159), f(3.14159), f(2.0)], "3.141590 3.14    3.142 2.0     |"),
-            ("%e %E %.2e", vec![f(1234.5678), f(0.000123), f(1234.5678)], "1.234568e+03 1.230000E-04 1.23e+03"),
-            ("%g %g %g %g %G", vec![f(100.0), f(1e6), f(123456.0), f(0.0001), f(1e-5)], "100 1e+06 123456 0.0001 1E-05"),
-            ("%.3g %.10g %g", vec![f(1234.5678), f(1.0), f(0.0)], "1.23e+03 1 0"),
+            (
+                "%x %X %#x %o %#o %O %b",
+                vec![i(255), i(255), i(255), i(8), i(8), i(8), i(5)],
+                "ff FF 0xff 10 010 0o10 101",
+            ),
+            (
+                "%c %q %U %#U",
+                vec![i(65), i(65), i(0x1F600), i(65)],
+                "A 'A' U+1F600 U+0041 'A'",
+            ),
+            (
+                "%s|%10s|%-10s|%.2s",
+                vec![s("hi"), s("hi"), s("hi"), s("héllo")],
+                "hi|        hi|hi        |hé",
+            ),
+            (
+                "%q %+q %#q",
+                vec![s("a\"b\n"), s("é"), s("x")],
+                "\"a\\\"b\\n\" \"\\u00e9\" `x`",
+            ),
+            (
+                "%x % X %#x",
+                vec![s("hi"), s("hi"), s("hi")],
+                "6869 68 69 0x6869",
+            ),
+            (
+                "%v %t",
+                vec![Value::Bool(true), Value::Bool(false)],
+                "true false",
+            ),
+            (
+                "%f %.2f %8.3f %-8.1f|",
+                vec![f(1.23456), f(1.23456), f(1.23456), f(2.0)],
+                "1.234560 1.23    1.235 2.0     |",
+            ),
+            (
+                "%e %E %.2e",
+                vec![f(1234.5678), f(0.000123), f(1234.5678)],
+                "1.234568e+03 1.230000E-04 1.23e+03",
+            ),
+            (
+                "%g %g %g %g %G",
+                vec![f(100.0), f(1e6), f(123456.0), f(0.0001), f(1e-5)],
+                "100 1e+06 123456 0.0001 1E-05",
+            ),
+            (
+                "%.3g %.10g %g",
+                vec![f(1234.5678), f(1.0), f(0.0)],
+                "1.23e+03 1 0",
+            ),
             ("%v %v %v", vec![f(1.0), f(1.5), f(1e21)], "1 1.5 1e+21"),
-            ("%+.1f %08.3f %+08.2f", vec![f(2.0), f(-3.14159), f(3.14159)], "+2.0 -003.142 +0003.14"),
+            (
+                "%+.1f %08.3f %+08.2f",
+                vec![f(2.0), f(-1.23456), f(1.23456)],
+                "+2.0 -001.235 +0001.23",
+            ),
             ("%f %v", vec![f(f64::INFINITY), f(f64::NAN)], "+Inf NaN"),
             ("%x %.1x", vec![f(1.0), f(1.0)], "0x1p+00 0x1.0p+00"),
             ("%b", vec![f(1.0)], "4503599627370496p-52"),
@@ -2219,22 +2361,42 @@ mod tests {
             ("%v", vec![obj.clone()], "map[a:x b:2]"),
             ("%#v", vec![s("q")], "\"q\""),
             ("%#v", vec![arr], "[]interface {}{1, \"a\", <nil>}"),
-            ("%#v", vec![obj], "map[string]interface {}{\"a\":\"x\", \"b\":2}"),
-            ("%T %T %T %T %T", vec![i(1), f(1.0), s(""), Value::Bool(true), Value::Null], "int float64 string bool <nil>"),
+            (
+                "%#v",
+                vec![obj],
+                "map[string]interface {}{\"a\":\"x\", \"b\":2}",
+            ),
+            (
+                "%T %T %T %T %T",
+                vec![i(1), f(1.0), s(""), Value::Bool(true), Value::Null],
+                "int float64 string bool <nil>",
+            ),
             ("%v", vec![Value::Null], "<nil>"),
             ("%d", vec![Value::Null], "%!d(<nil>)"),
             ("%d", vec![s("x")], "%!d(string=x)"),
             ("%s", vec![i(5)], "%!s(int=5)"),
             ("%z", vec![i(5)], "%!z(int=5)"),
             ("%d %d", vec![i(1)], "1 %!d(MISSING)"),
-            ("%d", vec![i(1), s("x"), Value::Null], "1%!(EXTRA string=x, <nil>)"),
+            (
+                "%d",
+                vec![i(1), s("x"), Value::Null],
+                "1%!(EXTRA string=x, <nil>)",
+            ),
             ("%[3]d", vec![i(1)], "%!d(BADINDEX)"),
             ("%[2]d %[1]d %d", vec![i(1), i(2)], "2 1 2"),
             ("%*d|%-*d", vec![i(4), i(7), i(3), i(1)], "   7|1  "),
             ("%.*f", vec![i(1), f(2.25)], "2.2"),
             ("%", vec![], "%!(NOVERB)"),
-            ("%d", vec![Value::Number(Number::Uint(u64::MAX))], "18446744073709551615"),
-            ("%v", vec![Value::Number(Number::Uint(u64::MAX))], "18446744073709551615"),
+            (
+                "%d",
+                vec![Value::Number(Number::Uint(u64::MAX))],
+                "18446744073709551615",
+            ),
+            (
+                "%v",
+                vec![Value::Number(Number::Uint(u64::MAX))],
+                "18446744073709551615",
+            ),
             ("héllo %s", vec![s("wörld")], "héllo wörld"),
             ("%6.2v|", vec![s("abc")], "    ab|"),
         ];
@@ -2262,7 +2424,11 @@ mod tests {
             (0.1, 'x', None, "0x1.999999999999ap-04"),
         ];
         for (v, verb, prec, want) in cases {
-            assert_eq!(go_format_float(*v, *verb, *prec), *want, "{v} {verb} {prec:?}");
+            assert_eq!(
+                go_format_float(*v, *verb, *prec),
+                *want,
+                "{v} {verb} {prec:?}"
+            );
         }
         assert_eq!(go_json_float(1e21).as_deref(), Ok("1e+21"));
         assert_eq!(go_json_float(1e-7).as_deref(), Ok("1e-7"));
@@ -2272,10 +2438,16 @@ mod tests {
 
     #[test]
     fn quoting_and_urls() {
-        assert_eq!(go_quote("a\u{7}\u{7f}\u{a0}😀", false), "\"a\\a\\x7f\\u00a0😀\"");
+        assert_eq!(
+            go_quote("a\u{7}\u{7f}\u{a0}😀", false),
+            "\"a\\a\\x7f\\u00a0😀\""
+        );
         assert_eq!(go_quote("😀", true), "\"\\U0001f600\"");
         assert_eq!(query_escape("a b/c?d"), "a+b%2Fc%3Fd");
-        assert_eq!(query_unescape("%4").err().as_deref(), Some("invalid URL escape \"%4\""));
+        assert_eq!(
+            query_unescape("%4").err().as_deref(),
+            Some("invalid URL escape \"%4\"")
+        );
         assert_eq!(go_path_clean("a/../../b/./c//"), "../b/c");
         assert_eq!(go_path_clean(""), ".");
         assert_eq!(go_path_clean("/.."), "/");

@@ -20,10 +20,12 @@ use std::sync::Arc;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::value::Capsule;
+use super::value::{Number, Value};
 
 /// Newtype name a [`CapsuleRef`] asks the decoder for.
 pub const CAPSULE_NEWTYPE: &str = "$scraper::capsule";
+/// Newtype name a [`RawValue`] asks the decoder for.
+pub const VALUE_NEWTYPE: &str = "$scraper::value";
 /// Newtype name a [`SecretString`] asks the decoder for.
 pub const SECRET_NEWTYPE: &str = "$scraper::secret";
 /// Field name that receives a block's label when a block decodes into a struct (see
@@ -35,13 +37,14 @@ pub const LABEL_FIELD: &str = "$label";
 // ---------------------------------------------------------------------------------------------
 
 thread_local! {
-    /// Capsules handed from the decoder to a `CapsuleRef` visitor. Decoding is synchronous, so
-    /// a slot is filled and emptied within one `deserialize` call on this thread.
-    static CAPSULES: RefCell<Vec<Option<Capsule>>> = const { RefCell::new(Vec::new()) };
+    /// Values (capsules, raw values) handed from the decoder to a `CapsuleRef` or `RawValue`
+    /// visitor. Decoding is synchronous, so a slot is filled and emptied within one
+    /// `deserialize` call on this thread.
+    static CAPSULES: RefCell<Vec<Option<Value>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Stores a capsule for a visitor to take; returns its slot index.
-pub(crate) fn put_capsule(c: Capsule) -> u64 {
+/// Stores a value for a visitor to take; returns its slot index.
+pub(crate) fn put_capsule(c: Value) -> u64 {
     CAPSULES.with(|t| {
         let mut t = t.borrow_mut();
         t.push(Some(c));
@@ -49,8 +52,8 @@ pub(crate) fn put_capsule(c: Capsule) -> u64 {
     })
 }
 
-/// Takes the capsule in slot `idx`, if any.
-fn take_capsule(idx: u64) -> Option<Capsule> {
+/// Takes the value in slot `idx`, if any.
+fn take_capsule(idx: u64) -> Option<Value> {
     CAPSULES.with(|t| {
         let mut t = t.borrow_mut();
         let slot = t.get_mut(usize::try_from(idx).ok()?)?.take();
@@ -154,7 +157,7 @@ impl<'de, T: Any + Send + Sync> Deserialize<'de> for CapsuleRef<T> {
                 write!(f, "capsule({})", short_type_name::<T>())
             }
             fn visit_u64<E: de::Error>(self, idx: u64) -> Result<Self::Value, E> {
-                let Some(c) = take_capsule(idx) else {
+                let Some(Value::Capsule(c)) = take_capsule(idx) else {
                     return Err(E::custom("internal error: capsule slot is empty"));
                 };
                 match c.downcast::<T>() {
@@ -176,6 +179,92 @@ impl<'de, T: Any + Send + Sync> Deserialize<'de> for CapsuleRef<T> {
         }
 
         d.deserialize_newtype_struct(CAPSULE_NEWTYPE, Outer(PhantomData))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RawValue
+// ---------------------------------------------------------------------------------------------
+
+/// An argument kept as an Alloy value, unconverted (capsules and secrets included): for
+/// arguments whose shape is dynamic. A block decodes to an object of its attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawValue(pub Value);
+
+impl<'de> Deserialize<'de> for RawValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Outer;
+        struct Inner;
+
+        impl<'de> Visitor<'de> for Outer {
+            type Value = RawValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_newtype_struct<D: Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                d.deserialize_any(Inner)
+            }
+        }
+
+        // The Alloy decoder hands over a side-table index; any other deserializer (JSON in
+        // tests) gives plain data, converted as Alloy converts JSON.
+        impl<'de> Visitor<'de> for Inner {
+            type Value = RawValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_u64<E: de::Error>(self, idx: u64) -> Result<RawValue, E> {
+                take_capsule(idx)
+                    .map(RawValue)
+                    .ok_or_else(|| E::custom("internal error: value slot is empty"))
+            }
+            fn visit_i64<E: de::Error>(self, i: i64) -> Result<RawValue, E> {
+                Ok(RawValue(Value::Number(Number::Int(i))))
+            }
+            fn visit_f64<E: de::Error>(self, f: f64) -> Result<RawValue, E> {
+                Ok(RawValue(Value::Number(Number::Float(f))))
+            }
+            fn visit_bool<E: de::Error>(self, b: bool) -> Result<RawValue, E> {
+                Ok(RawValue(Value::Bool(b)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawValue, E> {
+                Ok(RawValue(Value::string(s)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<RawValue, E> {
+                Ok(RawValue(Value::Null))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<RawValue, E> {
+                Ok(RawValue(Value::Null))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<RawValue, A::Error> {
+                let mut out = Vec::new();
+                while let Some(RawValue(v)) = a.next_element_seed(Seed)? {
+                    out.push(v);
+                }
+                Ok(RawValue(Value::Array(out)))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<RawValue, A::Error> {
+                let mut out = std::collections::BTreeMap::new();
+                while let Some(k) = a.next_key::<String>()? {
+                    let RawValue(v) = a.next_value_seed(Seed)?;
+                    out.insert(k, v);
+                }
+                Ok(RawValue(Value::Object(out)))
+            }
+        }
+
+        struct Seed;
+        impl<'de> de::DeserializeSeed<'de> for Seed {
+            type Value = RawValue;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawValue, D::Error> {
+                d.deserialize_any(Inner)
+            }
+        }
+
+        d.deserialize_newtype_struct(VALUE_NEWTYPE, Outer)
     }
 }
 
@@ -413,7 +502,10 @@ pub fn parse_go_duration_nanos(input: &str) -> Result<i64, DurationError> {
                 return Err(invalid());
             }
         }
-        total = total.checked_add(v).filter(|t| *t <= 1 << 63).ok_or_else(invalid)?;
+        total = total
+            .checked_add(v)
+            .filter(|t| *t <= 1 << 63)
+            .ok_or_else(invalid)?;
     }
     if neg {
         return Ok((total as i64).wrapping_neg());
@@ -557,7 +649,7 @@ mod tests {
             ("1d", "time: unknown unit \"d\" in duration \"1d\""),
             ("s", "time: invalid duration \"s\""),
             (".s", "time: invalid duration \".s\""),
-            ("1.2.3s", "time: invalid duration \"1.2.3s\""),
+            ("1.2.3s", "time: missing unit in duration \"1.2.3s\""),
             ("-5s", "negative duration \"-5s\" is not allowed"),
             ("3000000h", "time: invalid duration \"3000000h\""),
             ("1 s", "time: unknown unit \" s\" in duration \"1 s\""),
@@ -588,10 +680,7 @@ mod tests {
             (i64::MAX as u64, "2562047h47m16.854775807s"),
         ];
         for (n, s) in cases {
-            assert_eq!(
-                format_go_duration(std::time::Duration::from_nanos(*n)),
-                *s
-            );
+            assert_eq!(format_go_duration(std::time::Duration::from_nanos(*n)), *s);
             // And it parses back.
             assert_eq!(parse_duration(s).map(|d| d.0.as_nanos() as u64), Ok(*n));
         }
@@ -602,7 +691,10 @@ mod tests {
         let s = SecretString::new("hunter2");
         assert_eq!(format!("{s}"), "(secret)");
         assert_eq!(format!("{s:?}"), "(secret)");
-        assert_eq!(serde_json::to_string(&s).ok().as_deref(), Some("\"(secret)\""));
+        assert_eq!(
+            serde_json::to_string(&s).ok().as_deref(),
+            Some("\"(secret)\"")
+        );
         assert_eq!(s.expose(), "hunter2");
         let back: SecretString = serde_json::from_str("\"x\"").unwrap_or_default();
         assert_eq!(back.expose(), "x");
