@@ -2,12 +2,12 @@
 //! into component arguments. Nothing in here knows about components or the runtime.
 
 pub mod ast;
+pub mod decode;
 pub mod diag;
+pub mod eval;
 pub mod lexer;
 pub mod parser;
 pub mod printer;
-pub mod value;
-pub mod decode;
-pub mod eval;
 pub mod stdlib;
 pub mod types;
+pub mod value;
