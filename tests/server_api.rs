@@ -127,3 +127,90 @@ async fn component_api_health_and_ui() {
     server.await.expect("join").expect("serve");
     c.shutdown().await;
 }
+
+/// A secret given in the config, exported by a component and misused by another (assigned to a
+/// plain string, which is an error) never shows up in any response the server gives.
+#[tokio::test]
+async fn secrets_never_leave_the_process() {
+    const SECRET: &str = "hunter2-do-not-print";
+    let config = format!(
+        r#"
+test.secret "s" {{
+  password = "{SECRET}"
+}}
+
+test.pass "leak" {{
+  input = test.secret.s.token
+}}
+
+test.pass "concat" {{
+  input = "prefix-" + test.secret.s.token
+}}
+"#
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = controller(dir.path());
+    // Misusing the secret is a load error, which must not quote the value either.
+    let err = c
+        .apply_source("cfg.alloy", &config)
+        .await
+        .expect_err("a secret assigned to a string is an error");
+    let err_text = format!("{err} {err:?}");
+    assert!(err_text.contains("secret"), "{err_text}");
+    assert!(!err_text.contains(SECRET), "{err_text}");
+
+    // Load only the holder and check every view of it.
+    let holder_only = format!("test.secret \"s\" {{\n  password = \"{SECRET}\"\n}}\n");
+    c.apply_source("cfg.alloy", &holder_only)
+        .await
+        .expect("apply");
+    c.wait_idle().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let stop = CancellationToken::new();
+    let state = AppState {
+        controller: c.clone(),
+        config_path: dir.path().join("unused.alloy"),
+    };
+    let server = tokio::spawn(serve(listener, state, stop.clone()));
+    let client = reqwest::Client::new();
+    let mut seen = String::new();
+    for path in [
+        "/api/v0/web/components",
+        "/api/v0/web/components/test.secret.s",
+        "/",
+        "/metrics",
+        "/-/healthy",
+    ] {
+        let body = client
+            .get(format!("{base}{path}"))
+            .send()
+            .await
+            .expect("get")
+            .text()
+            .await
+            .expect("body");
+        assert!(!body.contains(SECRET), "{path} leaks the secret:\n{body}");
+        seen.push_str(&body);
+    }
+    let detail: Value = serde_json::from_str(
+        &client
+            .get(format!("{base}/api/v0/web/components/test.secret.s"))
+            .send()
+            .await
+            .expect("get")
+            .text()
+            .await
+            .expect("body"),
+    )
+    .expect("json");
+    assert_eq!(detail["arguments"]["password"], "(secret)");
+    assert_eq!(detail["exports"]["token"], "(secret)");
+    assert!(seen.contains("test.secret.s"));
+
+    stop.cancel();
+    server.await.expect("join").expect("serve");
+    c.shutdown().await;
+}

@@ -66,7 +66,8 @@ use super::eval::{
 };
 use super::stdlib::SECRET_TO_STRING;
 use super::types::{
-    CAPSULE_NEWTYPE, SECRET_NEWTYPE, VALUE_NEWTYPE, capsule_mark, capsule_reset, put_capsule,
+    CAPSULE_NEWTYPE, SECRET_NEWTYPE, VALUE_NEWTYPE, capsule_mark, capsule_reset,
+    note_secret_decoded, put_capsule, take_secret_decoded,
 };
 use super::value::{Number, Type, Value};
 
@@ -782,7 +783,12 @@ impl<'de, 'a, I: Iterator<Item = Entry<'a>>> MapAccess<'de> for BodyMap<'a, I> {
                     attr,
                     path: de.path.clone(),
                 };
-                seed.deserialize(de).map_err(|e| finish.finish_err(e))
+                take_secret_decoded();
+                let result = seed.deserialize(de).map_err(|e| finish.finish_err(e));
+                if take_secret_decoded() {
+                    attr.mark_sensitive();
+                }
+                result
             }
             Some(Entry::Group(name, blocks)) => {
                 let first = blocks.first().map(|(p, b)| (p.clone(), *b));
@@ -1501,6 +1507,7 @@ impl<'de> Deserializer<'de> for ValueDe<'_> {
             };
         }
         if name == SECRET_NEWTYPE {
+            note_secret_decoded();
             let text = match self.value {
                 Value::Secret(s) => s.expose().to_string(),
                 Value::String(s) => s.clone(),

@@ -55,11 +55,21 @@ impl Diagnostic {
 }
 
 /// A source file's name and text, used to turn byte offsets into `line:col` and to render carets.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Source {
     pub name: String,
     pub text: String,
     line_starts: Vec<usize>,
+}
+
+/// The text is left out: a config holds secrets, and errors end up in logs via `{:?}`.
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Source")
+            .field("name", &self.name)
+            .field("len", &self.text.len())
+            .finish()
+    }
 }
 
 impl Source {

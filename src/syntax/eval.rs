@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::ast::{self, BinaryOp, Expr, ExprKind, LiteralValue, Span, UnaryOp};
 use super::diag::Diagnostic;
@@ -1012,7 +1013,7 @@ pub struct EvaluatedBody {
     pub blocks: Vec<EvaluatedBlock>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct EvaluatedAttribute {
     pub name: String,
     pub value: Value,
@@ -1023,6 +1024,33 @@ pub struct EvaluatedAttribute {
     /// The expression the value came from, kept so decode errors can quote the innermost
     /// literal at fault as Alloy does. `None` for bodies built by hand.
     pub expr: Option<Box<Expr>>,
+    /// Set by the decoder when the component's arguments take this attribute as a secret, so
+    /// that a plain string written in the config (`password = "..."`) is redacted from the
+    /// API like a secret value. Interior mutability because decoding borrows the body.
+    pub sensitive: AtomicBool,
+}
+
+impl Clone for EvaluatedAttribute {
+    fn clone(&self) -> Self {
+        EvaluatedAttribute {
+            name: self.name.clone(),
+            value: self.value.clone(),
+            span: self.span,
+            value_span: self.value_span,
+            expr: self.expr.clone(),
+            sensitive: AtomicBool::new(self.is_sensitive()),
+        }
+    }
+}
+
+impl EvaluatedAttribute {
+    pub fn is_sensitive(&self) -> bool {
+        self.sensitive.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn mark_sensitive(&self) {
+        self.sensitive.store(true, Ordering::Relaxed);
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -1066,6 +1094,7 @@ impl EvaluatedAttribute {
             span,
             value_span: span,
             expr: None,
+            sensitive: AtomicBool::new(false),
         }
     }
 }
@@ -1086,7 +1115,12 @@ impl EvaluatedBody {
     pub fn to_json_redacted(&self) -> serde_json::Value {
         let mut out = serde_json::Map::new();
         for a in &self.attributes {
-            out.insert(a.name.clone(), value_to_json_redacted(&a.value));
+            let json = if a.is_sensitive() {
+                serde_json::Value::String("(secret)".to_string())
+            } else {
+                value_to_json_redacted(&a.value)
+            };
+            out.insert(a.name.clone(), json);
         }
         for b in &self.blocks {
             let mut obj = match b.body.to_json_redacted() {
@@ -1159,6 +1193,7 @@ fn eval_body_into(body: &ast::Body, scope: &Scope, errors: &mut Vec<Diagnostic>)
                     span: a.span,
                     value_span: a.value.span,
                     expr: Some(Box::new(a.value.clone())),
+                    sensitive: AtomicBool::new(false),
                 }),
                 Err(d) => errors.push(d),
             },

@@ -43,6 +43,21 @@ thread_local! {
     static CAPSULES: RefCell<Vec<Option<Value>>> = const { RefCell::new(Vec::new()) };
 }
 
+thread_local! {
+    /// Raised when the decoder hands a value to a [`SecretString`]; the attribute decoder reads
+    /// and clears it to learn that the attribute it is decoding holds a secret.
+    static SECRET_DECODED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+pub(crate) fn note_secret_decoded() {
+    SECRET_DECODED.with(|f| f.set(true));
+}
+
+/// Returns and clears the flag.
+pub(crate) fn take_secret_decoded() -> bool {
+    SECRET_DECODED.with(|f| f.replace(false))
+}
+
 /// Stores a value for a visitor to take; returns its slot index.
 pub(crate) fn put_capsule(c: Value) -> u64 {
     CAPSULES.with(|t| {

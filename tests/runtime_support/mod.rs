@@ -15,7 +15,8 @@ use scraper::runtime::{
     BoxError, Component, ComponentOptions, Controller, ControllerOptions, ExportsHandle,
     Registration, Registry,
 };
-use scraper::syntax::value::Value;
+use scraper::syntax::types::SecretString;
+use scraper::syntax::value::{Secret, Value};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
@@ -122,8 +123,48 @@ impl Component for Pass {
     }
 }
 
+/// `test.secret` takes a secret argument and exports it as a secret, so tests can check that
+/// no view of the runtime (API, UI, health, errors, metrics) ever shows the text.
+#[derive(Debug, Deserialize)]
+pub struct SecretArgs {
+    pub password: SecretString,
+}
+
+pub struct SecretHolder;
+
+impl Component for SecretHolder {
+    type Arguments = SecretArgs;
+
+    fn initial_exports() -> Value {
+        let mut m = BTreeMap::new();
+        m.insert("token".to_string(), Value::Secret(Secret::new("")));
+        Value::Object(m)
+    }
+
+    fn build(opts: ComponentOptions, args: SecretArgs) -> Result<Self, BoxError> {
+        let mut m = BTreeMap::new();
+        m.insert(
+            "token".to_string(),
+            Value::Secret(Secret::new(args.password.expose())),
+        );
+        opts.exports.publish(Value::Object(m));
+        Ok(SecretHolder)
+    }
+
+    fn update(&self, _args: SecretArgs) -> Result<(), BoxError> {
+        Ok(())
+    }
+
+    async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {
+        shutdown.cancelled().await;
+        Ok(())
+    }
+}
+
 pub fn registry() -> Registry {
-    Registry::new().with(Registration::new::<Pass>("test.pass"))
+    Registry::new()
+        .with(Registration::new::<Pass>("test.pass"))
+        .with(Registration::new::<SecretHolder>("test.secret"))
 }
 
 pub fn controller(storage: &std::path::Path) -> Controller {
