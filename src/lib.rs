@@ -6,5 +6,6 @@ pub mod cli;
 pub mod components;
 pub mod pprof;
 pub mod runtime;
+pub mod scrape;
 pub mod server;
 pub mod syntax;
