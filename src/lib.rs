@@ -4,8 +4,13 @@
 
 pub mod cli;
 pub mod components;
+pub mod debug;
+pub mod httpclient;
 pub mod pprof;
+pub mod profiles;
+pub mod relabel;
 pub mod runtime;
 pub mod scrape;
 pub mod server;
 pub mod syntax;
+pub mod write;

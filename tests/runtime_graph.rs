@@ -67,7 +67,7 @@ fn load_errors() {
             "unknown component names the supported ones",
             "pyroscope.nope \"x\" {\n}\n",
             &[
-                "cannot find the definition of component name \"pyroscope.nope\" (supported components: test.pass)",
+                "cannot find the definition of component name \"pyroscope.nope\" (supported components: test.pass, test.secret)",
             ],
         ),
         (
@@ -121,7 +121,7 @@ fn load_errors() {
             "references to a broken block are not reported twice",
             "nope.thing \"x\" {\n}\ntest.pass \"a\" {\n  input = nope.thing.x.output\n}\n",
             &[
-                "cannot find the definition of component name \"nope.thing\" (supported components: test.pass)",
+                "cannot find the definition of component name \"nope.thing\" (supported components: test.pass, test.secret)",
             ],
         ),
         (

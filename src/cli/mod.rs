@@ -1,7 +1,8 @@
-//! The command line: `scraper run | check | fmt | version`.
+//! The command line: `scraper run | check | fmt | pprof | version`.
 
 mod check;
 mod fmt;
+mod pprof;
 mod run;
 
 use std::path::PathBuf;
@@ -39,6 +40,11 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+    /// Inspect, delta and merge pprof profiles.
+    Pprof {
+        #[command(subcommand)]
+        command: pprof::PprofCommand,
+    },
     /// Print the version.
     Version,
 }
@@ -63,6 +69,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Check { files } => Ok(check::check(&files)),
         Command::Fmt { write, files } => Ok(fmt::fmt(&files, write)),
+        Command::Pprof { command } => pprof::run(command),
         Command::Version => {
             println!("scraper, version v{}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

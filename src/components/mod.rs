@@ -4,9 +4,12 @@
 //! one `.with(Registration::new::<YourComponent>("namespace.name"))` line to [`builtin`]. Nothing
 //! else in the runtime, the CLI or the server needs to know about it.
 
-use crate::runtime::Registry;
+use crate::runtime::{Registration, Registry};
 
 /// Every component `scraper run` and `scraper check` accept.
 pub fn builtin() -> Registry {
     Registry::new()
+        .with(Registration::new::<crate::write::Write>("pyroscope.write"))
+        .with(Registration::new::<crate::scrape::Scrape>("pyroscope.scrape"))
+        .with(Registration::new::<crate::debug::Debug>("pyroscope.debug"))
 }

@@ -1,8 +1,251 @@
 //! `pyroscope.scrape`: fetches `/debug/pprof/*` from targets on schedule, computes deltas of
-//! cumulative profiles and forwards them to receivers.
+//! cumulative profiles and forwards them to receivers (spec §2).
 //!
-//! `profiling` is the `profiling_config` block, `target` turns discovered targets into scrape
-//! targets (labels, URL, identity).
+//! ```text
+//! targets ─► target::plan (labels, URL, identity; invalid targets reported one by one)
+//!               │
+//!               ▼
+//!          manager: one loop per identity ── kept across republishes (delta state, phase)
+//!               │
+//!      scrape_loop (phase = hash mod interval; serial; missed ticks skipped)
+//!               │
+//!   fetch (auth, deadline, body_size_limit) ─► validate (status, type, HTML/JSON, sniff)
+//!               │
+//!   process: memory/mutex/block ─► pprof delta engine (baseline not sent, __delta__="false")
+//!            others             ─► full decode check, forwarded byte for byte
+//!               │
+//!          FanOut ─► forward_to receivers (append never blocks)
+//! ```
+//!
+//! * [`args`]: the block's arguments (Alloy's, the shared HTTP client ones, and our limits).
+//! * [`profiling`]: `profiling_config` with Alloy's per-block defaults.
+//! * [`target`]: target → scrape targets (URL, labels, `service_name`, identity), with every
+//!   quirk of Alloy's documented as copied or fixed.
+//! * [`manager`] and [`scrape_loop`]: loops keyed by identity; scheduling.
+//! * [`fetch`], [`validate`], [`process`]: one scrape.
+//! * [`metrics`]: per-target `pyroscope_scrape_up`/`_duration_seconds`, errors by reason.
+//!
+//! # Differences from Alloy
+//!
+//! Besides the target-building fixes listed in [`target`]: forwarding never blocks a loop
+//! (Alloy pushes synchronously, so a backend outage stalls scraping); the first scrape happens
+//! at the loop's phase rather than one interval later, and the phase is stable across restarts;
+//! a change of interval, timeout or HTTP client settings keeps every loop's delta state (Alloy
+//! restarts all loops); target changes apply at once (Alloy waits for a 5 s ticker); per-target
+//! health metrics and error reasons; `body_size_limit` and label limits (declared but not
+//! implemented in Alloy); truncated or corrupt profiles are never forwarded; godeltaprof
+//! profiles carry `__delta__="false"`.
+//!
+//! # Clustering
+//!
+//! `clustering { enabled = true }` is accepted (the Pyroscope Helm chart sets it) but we do not
+//! cluster: each instance scrapes every target it is given, and says so in its log. To spread
+//! targets over several instances, shard with relabeling, which needs no coordination:
+//!
+//! ```alloy
+//! discovery.relabel "shard" {
+//!   targets = discovery.kubernetes.pods.targets
+//!   rule {
+//!     source_labels = ["__address__"]
+//!     modulus       = 3                        // number of instances
+//!     target_label  = "__tmp_hash"
+//!     action        = "hashmod"
+//!   }
+//!   rule {
+//!     source_labels = ["__tmp_hash"]
+//!     regex         = sys.env("SHARD")         // 0, 1 or 2 on each instance
+//!     action        = "keep"
+//!   }
+//! }
+//! ```
 
+pub mod args;
+pub mod error;
+pub mod fetch;
+pub mod manager;
+pub mod metrics;
+pub mod process;
 pub mod profiling;
+pub mod scrape_loop;
 pub mod target;
+pub mod validate;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio_util::sync::CancellationToken;
+
+pub use self::args::{Arguments, ScrapeOptions};
+use self::manager::Manager;
+use self::metrics::{ComponentMetrics, ScrapeMetrics};
+use self::process::Processor;
+use self::scrape_loop::Env;
+use self::target::{LabelLimits, TargetSettings, plan, seconds_param};
+use crate::httpclient::{HttpClient, HttpClientConfig};
+use crate::profiles::FanOut;
+use crate::runtime::{BoxError, Component, ComponentOptions};
+
+/// Sent on every scrape request.
+pub const USER_AGENT: &str = concat!("scraper/", env!("CARGO_PKG_VERSION"));
+
+struct Inner {
+    http: HttpClientConfig,
+    client: Arc<HttpClient>,
+    options: ScrapeOptions,
+    manager: Manager,
+}
+
+/// The `pyroscope.scrape` component.
+pub struct Scrape {
+    id: String,
+    fanout: Arc<FanOut>,
+    processor: Arc<Processor>,
+    metrics: ComponentMetrics,
+    inner: Mutex<Inner>,
+}
+
+fn to_usize(v: u64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
+}
+
+impl Scrape {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn env(&self, client: Arc<HttpClient>, o: &ScrapeOptions) -> Arc<Env> {
+        Arc::new(Env {
+            client,
+            fanout: self.fanout.clone(),
+            processor: self.processor.clone(),
+            metrics: self.metrics.clone(),
+            interval: o.scrape_interval.get(),
+            scrape_timeout: o.scrape_timeout.get(),
+            body_size_limit: o.body_size_limit,
+        })
+    }
+
+    /// Plans the targets of `o` and applies them to the loops.
+    fn sync(&self, inner: &mut Inner) {
+        let o = &inner.options;
+        let types = match o.profiling_config.all_types() {
+            Ok(t) => t,
+            // Checked when decoding; unreachable in practice.
+            Err(e) => {
+                tracing::error!(component = %self.id, err = %e, "invalid profiling_config");
+                return;
+            }
+        };
+        let settings = TargetSettings {
+            job_name: o.job_name.clone(),
+            scheme: o.scheme.clone(),
+            params: o.params.clone(),
+            path_prefix: o.profiling_config.path_prefix.clone(),
+            seconds: seconds_param(o.scrape_interval.get(), o.delta_profiling_duration.get()),
+        };
+        let limits = LabelLimits {
+            count: to_usize(o.label_limit),
+            name_length: to_usize(o.label_name_length_limit),
+            value_length: to_usize(o.label_value_length_limit),
+        };
+        let planned = plan(&o.targets, &types, &settings);
+        tracing::debug!(component = %self.id, targets = o.targets.len(), loops = planned.targets.len(), "syncing targets");
+        let job_name = o.job_name.clone();
+        inner.manager.sync(planned, limits, &job_name);
+    }
+
+    /// Number of scrape loops (targets × enabled profile types).
+    pub fn loops(&self) -> usize {
+        self.lock().manager.loops()
+    }
+}
+
+fn warn_clustering(id: &str, old: Option<&ScrapeOptions>, new: &ScrapeOptions) {
+    let enabled = |o: Option<&ScrapeOptions>| o.and_then(|o| o.clustering.as_ref()).is_some_and(|c| c.enabled);
+    if enabled(Some(new)) && !enabled(old) {
+        tracing::warn!(component = %id, "clustering is not supported: this instance scrapes every target it is given; shard targets with hashmod relabeling instead");
+    }
+}
+
+impl Component for Scrape {
+    type Arguments = Arguments;
+
+    fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
+        let client = Arc::new(HttpClient::new(&args.http, USER_AGENT)?);
+        let metrics = ScrapeMetrics::get(&opts.metrics).component(&opts.id);
+        let fanout = Arc::new(FanOut::new(args.forward_to.clone()));
+        let processor = Arc::new(Processor::default());
+        warn_clustering(&opts.id, None, &args.inner);
+        // The manager needs an environment before `self` exists; build it by hand once.
+        let env = Arc::new(Env {
+            client: client.clone(),
+            fanout: fanout.clone(),
+            processor: processor.clone(),
+            metrics: metrics.clone(),
+            interval: args.scrape_interval.get(),
+            scrape_timeout: args.scrape_timeout.get(),
+            body_size_limit: args.body_size_limit,
+        });
+        let scrape = Scrape {
+            id: opts.id.clone(),
+            fanout,
+            processor,
+            metrics,
+            inner: Mutex::new(Inner {
+                http: args.http.clone(),
+                client,
+                options: args.inner.clone(),
+                manager: Manager::new(env),
+            }),
+        };
+        {
+            let mut inner = scrape.lock();
+            scrape.sync(&mut inner);
+        }
+        Ok(scrape)
+    }
+
+    fn update(&self, args: Arguments) -> Result<(), BoxError> {
+        let mut inner = self.lock();
+        let client = if args.http != inner.http {
+            Arc::new(HttpClient::new(&args.http, USER_AGENT)?)
+        } else {
+            inner.client.clone()
+        };
+        warn_clustering(&self.id, Some(&inner.options), &args.inner);
+        self.fanout.set(args.forward_to.clone());
+        let old = &inner.options;
+        let env_changed = !Arc::ptr_eq(&client, &inner.client)
+            || old.scrape_interval != args.scrape_interval
+            || old.scrape_timeout != args.scrape_timeout
+            || old.body_size_limit != args.body_size_limit;
+        if env_changed {
+            let env = self.env(client.clone(), &args.inner);
+            inner.manager.set_env(env);
+        }
+        inner.http = args.http;
+        inner.client = client;
+        inner.options = args.inner;
+        self.sync(&mut inner);
+        Ok(())
+    }
+
+    fn debug_info(&self) -> Option<serde_json::Value> {
+        Some(self.lock().manager.debug_info())
+    }
+
+    async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {
+        let loops = shutdown.child_token();
+        self.lock()
+            .manager
+            .start_all(tokio::runtime::Handle::current(), loops.clone());
+        shutdown.cancelled().await;
+        loops.cancel();
+        let tasks = self.lock().manager.stop_all();
+        for t in tasks {
+            let _ = t.await;
+        }
+        let inner = self.lock();
+        inner.manager.remove_metrics();
+        Ok(())
+    }
+}

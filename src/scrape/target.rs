@@ -1,14 +1,20 @@
 //! From a discovered target (a label set) to the scrape targets of each enabled profile type:
 //! final labels, URL and identity, following Alloy's `pyroscope.scrape` (spec §2.3).
 //!
-//! Deliberate differences from Alloy, each a fix of a documented quirk:
-//! * A target that cannot be scraped (no address, bad scheme) is reported on its own; Alloy fails
-//!   the whole target group it came in.
-//! * `seconds` appears once in the query; Alloy appends it to a map shared between targets, so
-//!   with `params` set later targets get `seconds=14&seconds=14`.
-//! * Input targets are not collapsed by their non-`__meta_*` labels (Alloy's clustering code path
-//!   does that even with clustering off, silently dropping targets); only loops with the same
-//!   identity (public labels + URL) are one loop, which is what identity means.
+//! Every quirk the spec lists, and what we do about it:
+//!
+//! | Alloy quirk | here |
+//! |---|---|
+//! | a target without address / with a bad scheme fails its whole target group | **fixed**: reported on its own ([`plan`]'s `invalid`), the others are scraped |
+//! | with `params` set, `seconds` is appended to a map shared between targets (`seconds=14&seconds=14`) | **fixed**: `seconds` appears once |
+//! | input targets are collapsed by their non-`__meta_*` labels (clustering code path, even with clustering off) | **fixed**: only scrape targets with the same identity (public labels + URL) are one loop |
+//! | a target carrying `__profile_path__` gives every enabled type the same URL; `__name__` is private, so they collide and a random one survives | **fixed**: the collision is resolved deterministically (first type by name wins) and reported ([`plan`]'s `collisions`) |
+//! | "invalid scheme" names the configured `scheme`, not the target's `__scheme__` | **fixed**: names the scheme that was used |
+//! | `delta_profiling_duration = "14s"` written explicitly still means `seconds = interval - 1` | **copied** (the config means the same in both) |
+//! | no `job` label unless `job_name` is set (docs say it defaults to the component id) | **copied** (the code's behaviour) |
+//! | godeltaprof profiles are sent without `__delta__="false"` | **fixed**: they carry it ([`ScrapeTarget::already_delta`]) |
+//! | `profile.memory { delta = true }` asks Go for a delta (`seconds=`) *and* subtracts client-side again | **fixed**: a `seconds` request is already a delta; no client delta, `__delta__="false"` |
+//! | `service_name` is inferred from the labels before the defaults (instance, job...) are set | **copied** (it only reads `__meta_*` labels, which are unchanged) |
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -26,6 +32,16 @@ pub const PARAM_PREFIX: &str = "__param_";
 pub const JOB: &str = "job";
 pub const INSTANCE: &str = "instance";
 pub const SERVICE_NAME: &str = "service_name";
+pub const DELTA: &str = "__delta__";
+pub const SCOPE_NAME: &str = "otel.scope.name";
+pub const SCOPE_VERSION: &str = "otel.scope.version";
+/// Alloy's scope name, kept so that series keep the label set they had when scraped by Alloy.
+pub const SCOPE_NAME_VALUE: &str = "com.grafana.alloy/pyroscope.scrape";
+
+/// Go's cumulative profiles, which need a delta between scrapes.
+pub fn is_cumulative(profile_name: &str) -> bool {
+    matches!(profile_name, "memory" | "mutex" | "block")
+}
 
 /// The component arguments target building depends on.
 #[derive(Debug, Clone, Default)]
@@ -55,9 +71,41 @@ pub struct ScrapeTarget {
 }
 
 impl ScrapeTarget {
-    /// Whether the scraper subtracts the previous scrape (cumulative Go profiles).
+    /// Whether the scraper subtracts the previous scrape: Go's cumulative profiles (memory,
+    /// mutex, block), unless the target already returns a delta (godeltaprof, or a request
+    /// with `seconds=`, which Go's handler answers with the delta over that window).
     pub fn client_delta(&self) -> bool {
-        !self.godeltaprof && matches!(self.profile_name.as_str(), "memory" | "mutex" | "block")
+        !self.godeltaprof && !self.has_seconds && is_cumulative(&self.profile_name)
+    }
+
+    /// Whether what is forwarded is a delta of a cumulative profile, and so carries
+    /// `__delta__="false"` (the backend must not subtract again).
+    pub fn already_delta(&self) -> bool {
+        is_cumulative(&self.profile_name) && (self.godeltaprof || self.has_seconds || self.client_delta())
+    }
+
+    /// The labels every forwarded profile of this target carries: all target labels, plus
+    /// `__delta__="false"` for deltas and the two `otel.scope.*` labels Alloy adds (each only
+    /// if the target does not set it).
+    pub fn forward_labels(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if self.already_delta() {
+            out.retain(|(k, _)| k != DELTA);
+            out.push((DELTA.to_string(), "false".to_string()));
+        }
+        for (k, v) in [
+            (SCOPE_NAME, SCOPE_NAME_VALUE),
+            (SCOPE_VERSION, env!("CARGO_PKG_VERSION")),
+        ] {
+            if !self.labels.contains_key(k) {
+                out.push((k.to_string(), v.to_string()));
+            }
+        }
+        out
     }
 
     /// HTTP timeout: a `seconds` request is expected to take most of an interval.
@@ -78,6 +126,8 @@ pub enum TargetError {
     InvalidScheme(String),
     #[error("{0:?} is not a valid hostname")]
     InvalidAddress(String),
+    #[error("invalid URL {url:?}: {reason}")]
+    InvalidUrl { url: String, reason: String },
 }
 
 /// Alloy's `seconds` value: interval − 1 s, unless `delta_profiling_duration` differs from its
@@ -136,6 +186,125 @@ pub fn targets_for(
     Ok(out)
 }
 
+/// A discovered target that yields no scrape target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidTarget {
+    pub labels: Labels,
+    pub error: TargetError,
+}
+
+/// Scrape targets of different profile types that ended up with the same identity (same URL
+/// and public labels, e.g. a target carrying `__profile_path__`): only `kept` is scraped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collision {
+    pub url: String,
+    pub kept: String,
+    pub dropped: Vec<String>,
+}
+
+/// Everything to scrape for a list of discovered targets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Unique by [`ScrapeTarget::hash`], in input order (profile types by name within a target).
+    pub targets: Vec<ScrapeTarget>,
+    pub invalid: Vec<InvalidTarget>,
+    pub collisions: Vec<Collision>,
+    /// Scrape targets identical to an earlier one of the same profile type (discovered targets
+    /// that differ only in private labels): scraping them again would send the same series twice.
+    pub duplicates: usize,
+}
+
+/// The scrape targets of every discovered target. A discovered target that cannot be scraped is
+/// listed in `invalid` without affecting the others.
+pub fn plan(
+    discovered: &[Labels],
+    types: &BTreeMap<String, ProfileType>,
+    settings: &TargetSettings,
+) -> Plan {
+    let mut out = Plan::default();
+    let mut index: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    for base in discovered {
+        let targets = match targets_for(base, types, settings) {
+            Ok(t) => t,
+            Err(error) => {
+                out.invalid.push(InvalidTarget {
+                    labels: base.clone(),
+                    error,
+                });
+                continue;
+            }
+        };
+        for t in targets {
+            match index.get(&t.hash) {
+                None => {
+                    index.insert(t.hash, out.targets.len());
+                    out.targets.push(t);
+                }
+                Some(&i) => {
+                    let kept = &out.targets[i];
+                    let type_name = |t: &ScrapeTarget| t.labels.get(NAME).cloned().unwrap_or_default();
+                    if type_name(kept) == type_name(&t) {
+                        out.duplicates += 1;
+                        continue;
+                    }
+                    let url = kept.url.clone();
+                    let kept_name = type_name(kept);
+                    match out.collisions.iter_mut().find(|c| c.url == url && c.kept == kept_name) {
+                        Some(c) => c.dropped.push(type_name(&t)),
+                        None => out.collisions.push(Collision {
+                            url,
+                            kept: kept_name,
+                            dropped: vec![type_name(&t)],
+                        }),
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Per-target label limits (the `label_limit`, `label_name_length_limit` and
+/// `label_value_length_limit` arguments that Alloy declares but never implemented). 0 means no
+/// limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LabelLimits {
+    pub count: usize,
+    pub name_length: usize,
+    pub value_length: usize,
+}
+
+/// Checks the labels the backend would see (what `pyroscope.write` keeps: public labels,
+/// `__name__` and `__delta__`, non-empty values) against `limits`.
+pub fn check_label_limits(labels: &[(String, String)], limits: &LabelLimits) -> Result<(), String> {
+    let sent = labels
+        .iter()
+        .filter(|(k, v)| !v.is_empty() && (!k.starts_with("__") || k == NAME || k == DELTA));
+    let mut count = 0;
+    for (k, v) in sent {
+        count += 1;
+        if limits.name_length > 0 && k.chars().count() > limits.name_length {
+            return Err(format!(
+                "label name {k:?} is longer than label_name_length_limit ({})",
+                limits.name_length
+            ));
+        }
+        if limits.value_length > 0 && v.chars().count() > limits.value_length {
+            return Err(format!(
+                "value of label {k:?} is longer than label_value_length_limit ({})",
+                limits.value_length
+            ));
+        }
+    }
+    if limits.count > 0 && count > limits.count {
+        return Err(format!(
+            "{count} labels exceed label_limit ({})",
+            limits.count
+        ));
+    }
+    Ok(())
+}
+
 fn set_if_empty(labels: &mut Labels, name: &str, value: &str) {
     if value.is_empty() || labels.get(name).is_some_and(|v| !v.is_empty()) {
         return;
@@ -159,7 +328,7 @@ fn populate(labels: &mut Labels, base: &Labels, s: &TargetSettings) -> Result<()
         match labels.get(SCHEME).map(String::as_str).unwrap_or("") {
             "http" | "" => addr.push_str(":80"),
             "https" => addr.push_str(":443"),
-            _ => return Err(TargetError::InvalidScheme(s.scheme.clone())),
+            other => return Err(TargetError::InvalidScheme(other.to_string())),
         }
         labels.insert(ADDRESS.to_string(), addr.clone());
     }
@@ -658,6 +827,216 @@ mod tests {
         };
         assert_eq!(t(&[]), t(&[("__meta_kubernetes_pod_uid", "u")]));
         assert_ne!(t(&[]), t(&[("team", "y")]));
+    }
+
+    fn only(types: &[&str]) -> BTreeMap<String, ProfileType> {
+        default_types()
+            .into_iter()
+            .map(|(k, mut t)| {
+                t.enabled = types.contains(&k.as_str());
+                (k, t)
+            })
+            .collect()
+    }
+
+    /// Every quirk of spec §2.3-2.5 that target building touches, with the decision taken (see
+    /// the module docs).
+    #[test]
+    fn alloy_quirks_copied_or_fixed() {
+        // Fixed: the scheme named in the error is the one used (the target's), not the config's.
+        let err = targets_for(
+            &labels(&[("__address__", "pod"), ("__scheme__", "ftp")]),
+            &only(&["memory"]),
+            &settings(),
+        )
+        .expect_err("bad scheme");
+        assert_eq!(err, TargetError::InvalidScheme("ftp".into()));
+
+        // Fixed: with params, `seconds` appears once (Alloy: seconds=14&seconds=14 on later
+        // targets, because it appends to the shared params map).
+        let mut s = settings();
+        s.params.insert("debug".into(), vec!["1".into()]);
+        for _ in 0..2 {
+            let ts = targets_for(
+                &labels(&[("__address__", "a:1")]),
+                &only(&["process_cpu"]),
+                &s,
+            )
+            .expect("targets");
+            assert_eq!(ts[0].url, "http://a:1/debug/pprof/profile?debug=1&seconds=14");
+        }
+
+        // Fixed: a bad target is reported alone; the others are scraped (Alloy drops the whole
+        // group).
+        let p = plan(
+            &[
+                labels(&[("__address__", "a:1")]),
+                labels(&[("job", "no-address")]),
+                labels(&[("__address__", "b:1")]),
+            ],
+            &only(&["goroutine"]),
+            &settings(),
+        );
+        assert_eq!(p.targets.len(), 2);
+        assert_eq!(p.invalid.len(), 1);
+        assert_eq!(p.invalid[0].error, TargetError::NoAddress);
+
+        // Fixed: targets differing only in `__meta_*` labels are not collapsed by those labels
+        // before building (Alloy keeps the first and may infer another service_name); identical
+        // scrape targets are one loop, counted.
+        let p = plan(
+            &[
+                labels(&[("__address__", "a:1"), ("__meta_x", "1")]),
+                labels(&[("__address__", "a:1"), ("__meta_x", "2")]),
+                labels(&[
+                    ("__address__", "a:1"),
+                    ("__meta_docker_container_name", "web"),
+                ]),
+            ],
+            &only(&["goroutine"]),
+            &settings(),
+        );
+        assert_eq!(p.targets.len(), 2, "service_name differs for the third");
+        assert_eq!(p.duplicates, 1);
+        assert_eq!(p.targets[1].labels["service_name"], "web");
+
+        // Fixed: a target carrying __profile_path__ gives several types the same URL; one is
+        // kept deterministically (first by name) and the collision is reported.
+        let p = plan(
+            &[labels(&[
+                ("__address__", "a:1"),
+                ("__profile_path__", "/debug/pprof/heap"),
+            ])],
+            &default_types(),
+            &settings(),
+        );
+        let urls: Vec<(&str, &str)> = p
+            .targets
+            .iter()
+            .map(|t| (t.url.as_str(), t.labels["__name__"].as_str()))
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                ("http://a:1/debug/pprof/heap", "block"),
+                ("http://a:1/debug/pprof/heap?seconds=14", "process_cpu"),
+            ]
+        );
+        assert_eq!(
+            p.collisions,
+            [Collision {
+                url: "http://a:1/debug/pprof/heap".into(),
+                kept: "block".into(),
+                dropped: vec!["goroutine".into(), "memory".into(), "mutex".into()],
+            }]
+        );
+
+        // Fixed: godeltaprof and `seconds` requests of cumulative types are already deltas:
+        // no client delta, but `__delta__="false"`. Copied: client deltas carry it too.
+        let mut cfg = ProfilingConfig::default();
+        cfg.memory.delta = true;
+        cfg.godeltaprof_mutex.enabled = true;
+        let ts = targets_for(
+            &labels(&[("__address__", "a:1")]),
+            &cfg.all_types().expect("valid"),
+            &settings(),
+        )
+        .expect("targets");
+        let by_url = |u: &str| ts.iter().find(|t| t.url == u).expect(u);
+        let mem = by_url("http://a:1/debug/pprof/allocs?seconds=14");
+        assert!(!mem.client_delta() && mem.already_delta());
+        let dmutex = by_url("http://a:1/debug/pprof/delta_mutex");
+        assert!(!dmutex.client_delta() && dmutex.already_delta());
+        let block = by_url("http://a:1/debug/pprof/block");
+        assert!(block.client_delta() && block.already_delta());
+        let cpu = by_url("http://a:1/debug/pprof/profile?seconds=14");
+        assert!(!cpu.client_delta() && !cpu.already_delta());
+        let goroutine = by_url("http://a:1/debug/pprof/goroutine");
+        assert!(!goroutine.already_delta());
+    }
+
+    #[test]
+    fn forwarded_labels() {
+        let ts = targets_for(
+            &labels(&[("__address__", "a:1"), ("__meta_k", "v"), ("team", "t")]),
+            &only(&["memory", "goroutine"]),
+            &settings(),
+        )
+        .expect("targets");
+        let fwd = |t: &ScrapeTarget| -> Vec<String> {
+            let mut l: Vec<String> = t
+                .forward_labels()
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            l.sort();
+            l
+        };
+        let version = format!("otel.scope.version={}", env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            fwd(&ts[1]),
+            [
+                "__address__=a:1",
+                "__delta__=false",
+                "__meta_k=v",
+                "__name__=memory",
+                "__profile_path__=/debug/pprof/allocs",
+                "__scheme__=http",
+                "instance=a:1",
+                "otel.scope.name=com.grafana.alloy/pyroscope.scrape",
+                version.as_str(),
+                "service_name=unspecified",
+                "team=t",
+            ]
+        );
+        assert!(!fwd(&ts[0]).iter().any(|l| l.starts_with("__delta__")));
+        // A target's own scope label wins.
+        let ts = targets_for(
+            &labels(&[("__address__", "a:1"), ("otel.scope.name", "mine")]),
+            &only(&["goroutine"]),
+            &settings(),
+        )
+        .expect("targets");
+        let f = ts[0].forward_labels();
+        assert_eq!(
+            f.iter()
+                .filter(|(k, _)| k == "otel.scope.name")
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>(),
+            ["mine"]
+        );
+    }
+
+    #[test]
+    fn label_limits() {
+        let l = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let set = l(&[
+            ("__name__", "memory"),
+            ("__meta_ignored_because_private", "x"),
+            ("a", "1"),
+            ("b", "22"),
+            ("empty", ""),
+        ]);
+        let lim = |count, name_length, value_length| LabelLimits {
+            count,
+            name_length,
+            value_length,
+        };
+        assert_eq!(check_label_limits(&set, &lim(0, 0, 0)), Ok(()));
+        assert_eq!(check_label_limits(&set, &lim(3, 0, 0)), Ok(()));
+        assert_eq!(
+            check_label_limits(&set, &lim(2, 0, 0)),
+            Err("3 labels exceed label_limit (2)".into())
+        );
+        assert_eq!(check_label_limits(&set, &lim(0, 8, 0)), Ok(()));
+        assert!(check_label_limits(&set, &lim(0, 7, 0)).is_err_and(|e| e.contains("__name__")));
+        assert!(check_label_limits(&set, &lim(0, 0, 5)).is_err_and(|e| e.contains("__name__")));
+        assert_eq!(check_label_limits(&set, &lim(0, 0, 6)), Ok(()));
     }
 
     #[test]

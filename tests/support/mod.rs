@@ -2,3 +2,4 @@
 #![allow(dead_code)]
 
 pub mod corpus;
+pub mod pyroscope_receiver;

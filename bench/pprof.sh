@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The pprof delta benchmark, Rust and Go side by side in one run (docs/PERFORMANCE.md):
+#   1. builds bench/pprofgen and bench/pprofgo (google/pprof from Debian's
+#      golang-github-google-pprof-dev, GOPATH mode) and generates the large heap pairs;
+#   2. checks that the three implementations produce the same delta (tests/go/pprofcheck);
+#   3. runs REPS (default 3) interleaved repetitions of: Rust (`cargo bench --bench pprof`),
+#      Go Merge-based delta, Go hash-map delta, each on every pair;
+#   4. prints every line and, per pair and implementation, the median CPU ms per round.
+# Inputs: the generated narrow/wide pairs plus the real goapp and Prometheus heap pairs from
+# tests/data/pprof. Everything goes to $PPROF_BENCH_DATA (default target/pprof-bench).
+#
+#   bench/pprof.sh [REPS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+reps="${1:-3}"
+data="${PPROF_BENCH_DATA:-${CARGO_TARGET_DIR:-target}/pprof-bench}"
+mkdir -p "$data"
+data="$(cd "$data" && pwd)"
+export GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS=
+
+go build -o "$data/pprofgen" bench/pprofgen/main.go
+go build -o "$data/pprofgo" bench/pprofgo/main.go
+go build -o "$data/pprofcheck" tests/go/pprofcheck/main.go
+if [ ! -f "$data/wide-heap-2.pb.gz" ]; then
+  "$data/pprofgen" -out "$data"
+fi
+for p in goapp-heap prometheus-heap; do
+  cp tests/data/pprof/$p-1.pb.gz tests/data/pprof/$p-2.pb.gz "$data/"
+done
+pairs=(goapp-heap prometheus-heap narrow-heap wide-heap)
+
+# Build once, then run the binaries directly: the tree may change while the benchmark runs.
+bench_bin="$(cargo bench --bench pprof --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -1)"
+[ -x "$bench_bin" ] || { echo "building the Rust benchmark failed" >&2; exit 1; }
+cargo build --release --bin scraper
+scraper_bin="${CARGO_TARGET_DIR:-target}/release/scraper"
+echo "==> same delta from all three (pprofcheck: google/pprof's own delta per stack)"
+for p in "${pairs[@]}"; do
+  old="$data/$p-1.pb.gz" new="$data/$p-2.pb.gz"
+  "$scraper_bin" pprof delta "$old" "$new" -o "$data/$p-rust.pb.gz" 2>/dev/null
+  for algo in merge map; do
+    "$data/pprofgo" -algo "$algo" -n 1 -o "$data/$p-go-$algo.pb.gz" "$old" "$new" >/dev/null
+  done
+  for impl in rust go-merge go-map; do
+    printf '%-16s %-9s ' "$p" "$impl"
+    "$data/pprofcheck" delta "$old" "$new" "$data/$p-$impl.pb.gz"
+  done
+done
+
+results="$data/results.txt"
+: > "$results"
+for r in $(seq 1 "$reps"); do
+  echo "==> repetition $r of $reps"
+  PPROF_BENCH_DATA="$data" "$bench_bin" | tee -a "$results"
+  for algo in merge map; do
+    for p in "${pairs[@]}"; do
+      n=5
+      case "$p" in goapp-*|prometheus-*) n=50 ;; esac
+      "$data/pprofgo" -algo "$algo" -n "$n" -name "$p" "$data/$p-1.pb.gz" "$data/$p-2.pb.gz" | tee -a "$results"
+    done
+  done
+done
+
+echo "==> median over repetitions of the per-round medians: CPU ms (wall ms), allocated MB"
+sort -k1,1 -k2,2 "$results" | awk '
+  function flush() {
+    if (key == "") return
+    n = split(cpus, c, " "); asort(c); m = c[int((n + 1) / 2)]
+    split(walls, w, " "); asort(w); mw = w[int((n + 1) / 2)]
+    split(mbs, b, " "); asort(b); mb = b[int((n + 1) / 2)]
+    printf "%-16s %-10s cpu_ms %9.2f  wall_ms %9.2f  alloc_mb %7.1f %s\n", k1, k2, m, mw, mb, extra
+  }
+  {
+    k = $1 " " $2
+    if (k != key) { flush(); key = k; k1 = $1; k2 = $2; cpus = ""; walls = ""; mbs = ""; extra = "" }
+    for (i = 3; i <= NF; i++) {
+      split($i, kv, "=")
+      if (kv[1] == "cpu_ms") cpus = cpus " " kv[2]
+      if (kv[1] == "wall_ms") walls = walls " " kv[2]
+      if (kv[1] == "alloc_mb") mbs = mbs " " kv[2]
+      if (kv[1] == "state_pct") extra = "state " kv[2] "% of raw"
+    }
+  }
+  END { flush() }'

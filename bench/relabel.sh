@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Relabel benchmark, Rust versus Prometheus' Go implementation, side by side.
+#
+#   bash bench/relabel.sh          # full criterion run, then the comparison
+#   QUICK=1 bash bench/relabel.sh  # summary timings only (about a minute)
+#
+# Workload: the 12 rules of shared/alloy-corpus/profiling/seed-otel-collector.alloy over 10,000
+# pod-role targets of 60 labels (benches/relabel.rs writes it as JSON; the Go program reads the
+# same file). Go side: github.com/prometheus/prometheus/model/relabel from Debian's `prometheus`
+# source package (apt-get source; a deb-src entry is added if missing), built in GOPATH mode
+# against Debian's golang-*-dev packages. Needs root for apt-get on a fresh machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+WORK="${RELABEL_BENCH_DIR:-${CARGO_TARGET_DIR:-$ROOT/target}/relabel-bench}"
+mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd)
+
+log() { printf '\n==> %s\n' "$*" >&2; }
+
+# 1. Go toolchain, Prometheus' dependencies, and Prometheus' source.
+pkgs=(golang-go dpkg-dev golang-github-prometheus-common-dev golang-github-grafana-regexp-dev
+      golang-github-cespare-xxhash-dev golang-gopkg-yaml.v2-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+src=$(ls -d "$WORK"/src/prometheus-2.* 2>/dev/null | head -1 || true)
+if [ -z "$src" ]; then
+  if ! grep -rqs '^Types: deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    log "adding a deb-src entry for Debian's source packages"
+    suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$suite" > /etc/apt/sources.list.d/debian-src.sources
+    apt-get update -qq
+  fi
+  log "apt-get source prometheus"
+  mkdir -p "$WORK/src"
+  (cd "$WORK/src" && apt-get source -qq prometheus >/dev/null 2>&1)
+  src=$(ls -d "$WORK"/src/prometheus-2.* | head -1)
+fi
+
+# 2. Build the Go program in GOPATH mode.
+log "building bench/relabel-go against $(basename "$src")"
+GOPATH_DIR="$WORK/gopath"
+mkdir -p "$GOPATH_DIR/src/github.com/prometheus"
+ln -sfn "$src" "$GOPATH_DIR/src/github.com/prometheus/prometheus"
+ln -sfn "$ROOT/bench/relabel-go" "$GOPATH_DIR/src/relabel-go"
+GO111MODULE=off GOPATH="$GOPATH_DIR:/usr/share/gocode" GOFLAGS= \
+  go build -o "$WORK/relabel-go" relabel-go
+
+# 3. Rust: the criterion report (skipped with QUICK=1). Also writes the workload JSON.
+export RELABEL_BENCH_WORKLOAD="$WORK/workload.json"
+: > "$WORK/rust.txt"
+: > "$WORK/go.txt"
+if [ -z "${QUICK:-}" ]; then
+  log "cargo bench --bench relabel (criterion)"
+  cargo bench --bench relabel | tee -a "$WORK/rust.txt"
+fi
+
+# 4. Summary timings, Rust and Go alternating (the machine is shared: alternating rounds see
+#    the same background load), best of the rounds.
+ROUNDS="${ROUNDS:-3}"
+for i in $(seq "$ROUNDS"); do
+  log "round $i/$ROUNDS: Rust"
+  RELABEL_BENCH_SUMMARY_ONLY=1 cargo bench --bench relabel 2>/dev/null | grep '^RESULT' | tee -a "$WORK/rust.txt"
+  log "round $i/$ROUNDS: Prometheus' relabel ($(go version | cut -d' ' -f3))"
+  "$WORK/relabel-go" "$WORK/workload.json" | tee -a "$WORK/go.txt"
+done
+
+# 5. Side by side.
+python3 - "$WORK/rust.txt" "$WORK/go.txt" <<'PY'
+import sys
+def parse(path):
+    best = {}
+    for line in open(path):
+        if not line.startswith("RESULT "):
+            continue
+        parts = line.split()
+        kv = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
+        cur = best.setdefault(parts[2], dict(kv))
+        for k, v in kv.items():
+            try:
+                if float(v) < float(cur[k]):
+                    cur[k] = v
+            except ValueError:
+                pass
+    return best
+rust, go = parse(sys.argv[1]), parse(sys.argv[2])
+print("\nns per rule application, best of the rounds (lower is better)")
+print(f"{'scenario':<10} {'rules run':>9} {'rust process':>13} {'rust clone+process':>19} {'go copy+Process':>16} {'speed-up':>9}")
+for name in rust:
+    r, g = rust[name], go.get(name, {})
+    if r["rule_applications"] != g.get("rule_applications"):
+        print(f"{name}: rule applications differ (rust {r['rule_applications']}, go {g.get('rule_applications')})")
+    rp, rc = float(r["process_ns_per_rule"]), float(r["clone_process_ns_per_rule"])
+    gc = float(g.get("copy_process_ns_per_rule", "nan"))
+    print(f"{name:<10} {r['rule_applications']:>9} {rp:>13.1f} {rc:>19.1f} {gc:>16.1f} {gc / rc:>8.1f}x")
+print("\n(speed-up = Go copy+Process / Rust clone+process: both include copying the discovered target)")
+PY

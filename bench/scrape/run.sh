@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# pyroscope.scrape at scale (docs/PERFORMANCE.md, "pyroscope.scrape"): TARGETS (default 1,000)
+# targets served by one local Go fixture (bench/scrape/fixture, one port, a path prefix per
+# target), 5 profile types each (Alloy's defaults: allocs, block, goroutine, mutex, CPU with
+# seconds=14), scrape_interval 15 s, profiles forwarded to a pyroscope.write without endpoints
+# (so only scraping is measured). Reports the scraper's CPU per scraped profile and RSS per
+# target (RSS minus that of the same process with no targets).
+#
+# Profiles served are real: allocs, goroutine and a 10 s CPU profile captured at start from
+# Debian's Prometheus (running on 127.0.0.1 with a throw-away TSDB and a query loop), block and
+# mutex from tests/data/pprof (goapp; Prometheus does not enable them).
+#
+#   bench/scrape/run.sh            # TARGETS=1000 WARMUP=45 WINDOW=120
+# Everything goes to $SCRAPE_BENCH_DATA (default target/scrape-bench).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+targets="${TARGETS:-1000}"
+warmup="${WARMUP:-45}"
+window="${WINDOW:-120}"
+data="${SCRAPE_BENCH_DATA:-${CARGO_TARGET_DIR:-target}/scrape-bench}"
+mkdir -p "$data"
+data="$(cd "$data" && pwd)"
+export GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS=
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() { for _ in $(seq 1 300); do curl -fsS -o /dev/null "$1" 2>/dev/null && return 0; sleep 0.2; done; echo "no answer from $1" >&2; return 1; }
+
+cargo build --release --bin scraper
+scraper="${CARGO_TARGET_DIR:-target}/release/scraper"
+go build -o "$data/fixture" bench/scrape/fixture/main.go
+
+if [ ! -f "$data/cpu.pb.gz" ]; then
+  echo "==> capturing profiles from Debian's prometheus"
+  prom="$(command -v prometheus || true)"
+  [ -n "$prom" ] || { echo "prometheus not installed (apt-get install -y prometheus)" >&2; exit 1; }
+  pp="$(free_port)"
+  rm -rf "$data/prom" && mkdir -p "$data/prom"
+  printf 'global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: self\n    static_configs:\n      - targets: [127.0.0.1:%s]\n' "$pp" >"$data/prom/prometheus.yml"
+  "$prom" --config.file="$data/prom/prometheus.yml" --storage.tsdb.path="$data/prom/tsdb" \
+    --web.listen-address="127.0.0.1:$pp" >"$data/prom/log" 2>&1 &
+  pids+=($!)
+  wait_http "http://127.0.0.1:$pp/-/ready"
+  sleep 20
+  ( for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$pp/api/v1/query?query=rate(prometheus_http_requests_total%5B1m%5D)" || true; sleep 0.05; done ) &
+  curl -fsS -o "$data/cpu.pb.gz" "http://127.0.0.1:$pp/debug/pprof/profile?seconds=10"
+  curl -fsS -o "$data/allocs.pb.gz" "http://127.0.0.1:$pp/debug/pprof/allocs"
+  curl -fsS -o "$data/goroutine.pb.gz" "http://127.0.0.1:$pp/debug/pprof/goroutine"
+  wait
+fi
+cp tests/data/pprof/goapp-block-2.pb.gz "$data/block.pb.gz"
+cp tests/data/pprof/goapp-mutex-2.pb.gz "$data/mutex.pb.gz"
+
+echo "==> fixture with $targets targets"
+"$data/fixture" -data "$data" -targets "$targets" >"$data/fixture.addr" 2>"$data/fixture.log" &
+fixture_pid=$!
+pids+=("$fixture_pid")
+for _ in $(seq 1 100); do grep -q listening "$data/fixture.addr" && break; sleep 0.1; done
+addr="$(sed -n 's/^listening on //p' "$data/fixture.addr")"
+cat "$data/fixture.log"
+
+python3 - "$addr" "$targets" "$data" <<'PY'
+import sys
+addr, n, data = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+head = 'pyroscope.write "null" {}\n\n'
+def scrape(targets):
+    return head + 'pyroscope.scrape "bench" {\n  targets = [\n' + ''.join(
+        '    {"__address__" = "%s", "__profile_path_prefix__" = "/t/%d", "service_name" = "svc-%d", "pod" = "pod-%d"},\n' % (addr, i, i % 50, i)
+        for i in range(targets)) + '  ]\n  forward_to = [pyroscope.write.null.receiver]\n}\n'
+open(data + "/bench.alloy", "w").write(scrape(n))
+open(data + "/empty.alloy", "w").write(scrape(0).replace("targets = [\n  ]", "targets = []"))
+PY
+
+ticks="$(getconf CLK_TCK)"
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# Sums over the scrape loops of the debug info: scrapes, failures, forwarded, and loops.
+loops() {
+  curl -fsS "http://$1/api/v0/web/components/pyroscope.scrape.bench" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["debugInfo"]["targets"]
+print(sum(x["scrapes_total"] for x in t), sum(x["failures_total"] for x in t), sum(x["forwarded_total"] for x in t), len(t))'
+}
+run_scraper() { # config port -> pid
+  "$scraper" run "$data/$1" --server.http.listen-addr "127.0.0.1:$2" --storage.path "$data/storage-$2" \
+    >/dev/null 2>"$data/scraper-$2.log" &
+  echo $!
+}
+
+echo "==> baseline: same config, no targets"
+p0="$(free_port)"
+pid0="$(run_scraper empty.alloy "$p0")"
+pids+=("$pid0")
+wait_http "http://127.0.0.1:$p0/-/ready"
+sleep 10
+rss0="$(rss_kib "$pid0")"
+kill "$pid0"
+
+echo "==> $targets targets x 5 types: warm-up ${warmup}s, then ${window}s measured"
+p1="$(free_port)"
+pid="$(run_scraper bench.alloy "$p1")"
+pids+=("$pid")
+wait_http "http://127.0.0.1:$p1/-/ready"
+sleep "$warmup"
+read -r s0 f0 w0 n <<<"$(loops "127.0.0.1:$p1")"
+c0="$(cpu_ticks "$pid")"; fc0="$(cpu_ticks "$fixture_pid")"
+sleep "$window"
+c1="$(cpu_ticks "$pid")"; fc1="$(cpu_ticks "$fixture_pid")"
+read -r s1 f1 w1 _ <<<"$(loops "127.0.0.1:$p1")"
+rss="$(rss_kib "$pid")"
+hwm="$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")"
+curl -fsS "http://127.0.0.1:$p1/metrics" | grep -E '^pyroscope_scrape_(errors_total|delta_state_bytes|targets)' || true
+
+python3 - <<PY
+ticks = $ticks
+scrapes, failures, forwarded = $s1 - $s0, $f1 - $f0, $w1 - $w0
+cpu = ($c1 - $c0) / ticks
+fcpu = ($fc1 - $fc0) / ticks
+print(f"loops: $n; window ${window}s: {scrapes} scrapes ({scrapes / $window:.1f}/s), {failures} failed, {forwarded} forwarded")
+print(f"scraper CPU: {cpu:.2f}s = {cpu / $window * 100:.1f}% of a core; {cpu * 1000 / max(scrapes, 1):.3f} ms per scraped profile")
+print(f"fixture CPU: {fcpu:.2f}s ({fcpu * 1000 / max(scrapes, 1):.3f} ms per profile served)")
+print(f"RSS: {$rss / 1024:.1f} MiB with $targets targets (peak {$hwm / 1024:.1f} MiB), {$rss0 / 1024:.1f} MiB without; "
+      f"{($rss - $rss0) / $targets:.1f} KiB per target")
+PY

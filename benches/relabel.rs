@@ -1,0 +1,443 @@
+//! Relabel engine throughput: the 12 rules of the seed config
+//! (`shared/alloy-corpus/profiling/seed-otel-collector.alloy`) over 10,000 pod-role targets of
+//! 60 labels each.
+//!
+//! Scenarios:
+//! * `mixed`: 2,500 pods × 4 container ports (4317, 4318, 1777, 8888); one pod in five is not a
+//!   collector (dropped by rule 1), the other non-1777 ports are dropped by rule 2, the 1777
+//!   targets run all 12 rules: the realistic shape of a discovery update.
+//! * `all_kept`: 10,000 pprof-port collector targets, every target runs all 12 rules.
+//!
+//! Variants: `process` (in place; the input copy is made outside the timing), and
+//! `clone+process` (copy of the discovered target included, which is what Prometheus' own
+//! `relabel.Process` costs since it builds a new label set: the like-for-like comparison with
+//! Go). Results are reported per **rule application** (rules actually run before a drop).
+//!
+//! Goal (issue 3): < 1 µs per rule application and ≥ 2× faster than Prometheus' Go
+//! implementation (`bench/relabel-go`, run side by side by `bench/relabel.sh`).
+//! Run: `cargo bench --bench relabel`. With `RELABEL_BENCH_WORKLOAD=<path>` the workload is
+//! also written as JSON for the Go program.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group};
+use scraper::relabel::{Action, LabelSet, Relabeler, RuleConfig};
+
+const TARGETS: usize = 10_000;
+const LABELS_PER_TARGET: usize = 60;
+
+fn rule(action: Action, src: &[&str], target: &str) -> RuleConfig {
+    RuleConfig {
+        action,
+        source_labels: (!src.is_empty()).then(|| src.iter().map(|s| s.to_string()).collect()),
+        target_label: target.into(),
+        ..RuleConfig::default()
+    }
+}
+
+/// The seed config's `discovery.relabel "otel"` rules, as written there.
+fn seed_rules() -> Vec<RuleConfig> {
+    let mut r = vec![
+        RuleConfig {
+            regex: "opentelemetry-collector".into(),
+            ..rule(
+                Action::Keep,
+                &["__meta_kubernetes_pod_label_app_kubernetes_io_component"],
+                "",
+            )
+        },
+        RuleConfig {
+            regex: "1777".into(),
+            ..rule(
+                Action::Keep,
+                &["__meta_kubernetes_pod_container_port_number"],
+                "",
+            )
+        },
+        RuleConfig {
+            replacement: "1777".into(),
+            ..rule(Action::Replace, &[], "__port__")
+        },
+        RuleConfig {
+            regex: r"(.+):(\d+)".into(),
+            replacement: "${1}".into(),
+            ..rule(Action::Replace, &["__address__"], "__address__")
+        },
+        RuleConfig {
+            separator: "@".into(),
+            regex: r"(.+)@(\d+)".into(),
+            replacement: "$1:$2".into(),
+            ..rule(Action::Replace, &["__address__", "__port__"], "__address__")
+        },
+        rule(
+            Action::Replace,
+            &["__meta_kubernetes_namespace"],
+            "namespace",
+        ),
+        rule(Action::Replace, &["__meta_kubernetes_pod_name"], "pod"),
+        rule(Action::Replace, &["__meta_kubernetes_node_name"], "node"),
+        rule(
+            Action::Replace,
+            &["__meta_kubernetes_pod_container_name"],
+            "container",
+        ),
+        rule(
+            Action::Replace,
+            &["__meta_kubernetes_pod_label_app_kubernetes_io_version"],
+            "service_version",
+        ),
+    ];
+    r.push(RuleConfig {
+        separator: "@".into(),
+        regex: "(.*)@(.*)".into(),
+        replacement: "${1}/${2}".into(),
+        ..rule(
+            Action::Replace,
+            &[
+                "__meta_kubernetes_namespace",
+                "__meta_kubernetes_pod_label_app_kubernetes_io_name",
+            ],
+            "service_name",
+        )
+    });
+    r.push(rule(
+        Action::Replace,
+        &["__meta_kubernetes_pod_annotation_opentelemetry_operator_config_sha256"],
+        "config_sha",
+    ));
+    r
+}
+
+/// One pod-role target with exactly 60 labels.
+fn pod_target(pod: usize, port: u16, collector: bool) -> Vec<(String, String)> {
+    let ns = ["otel", "observability", "default"][pod % 3];
+    let name = format!("pprof-collector-7d9f8b6c5-{pod:05x}");
+    let ip = format!(
+        "10.{}.{}.{}",
+        244 + pod / 65536,
+        (pod / 256) % 256,
+        pod % 256
+    );
+    let mut l: Vec<(String, String)> = Vec::with_capacity(LABELS_PER_TARGET);
+    let mut put = |k: &str, v: String| l.push((k.to_owned(), v));
+    put("__address__", format!("{ip}:{port}"));
+    put("__meta_kubernetes_namespace", ns.into());
+    put("__meta_kubernetes_pod_name", name.clone());
+    put(
+        "__meta_kubernetes_pod_uid",
+        format!("3f2b9c1e-{pod:04x}-4c2a-9d7e-8a1b2c3d4e5f"),
+    );
+    put("__meta_kubernetes_pod_ip", ip.clone());
+    put(
+        "__meta_kubernetes_pod_host_ip",
+        format!("192.168.{}.{}", pod % 7, pod % 200),
+    );
+    put(
+        "__meta_kubernetes_pod_node_name",
+        format!("worker-{}", pod % 40),
+    );
+    put("__meta_kubernetes_pod_phase", "Running".into());
+    put("__meta_kubernetes_pod_ready", "true".into());
+    put("__meta_kubernetes_pod_controller_kind", "ReplicaSet".into());
+    put(
+        "__meta_kubernetes_pod_controller_name",
+        "pprof-collector-7d9f8b6c5".into(),
+    );
+    let component = if collector {
+        "opentelemetry-collector"
+    } else {
+        "controller-manager"
+    };
+    let pod_labels: [(&str, String); 15] = [
+        ("app_kubernetes_io_component", component.into()),
+        ("app_kubernetes_io_name", "pprof-collector".into()),
+        ("app_kubernetes_io_version", "0.98.0".into()),
+        ("app_kubernetes_io_instance", format!("{ns}.pprof")),
+        (
+            "app_kubernetes_io_managed_by",
+            "opentelemetry-operator".into(),
+        ),
+        ("app_kubernetes_io_part_of", "opentelemetry".into()),
+        ("pod_template_hash", "7d9f8b6c5".into()),
+        ("helm_sh_chart", "opentelemetry-collector-0.90.1".into()),
+        ("team", format!("team-{}", pod % 12)),
+        ("environment", "production".into()),
+        ("tier", "backend".into()),
+        ("cost_center", format!("cc-{}", pod % 30)),
+        ("release", "stable".into()),
+        ("track", "ga".into()),
+        ("sidecar_istio_io_inject", "false".into()),
+    ];
+    for (k, v) in pod_labels {
+        put(&format!("__meta_kubernetes_pod_label_{k}"), v);
+        put(
+            &format!("__meta_kubernetes_pod_labelpresent_{k}"),
+            "true".into(),
+        );
+    }
+    let annotations: [(&str, String); 6] = [
+        (
+            "opentelemetry_operator_config_sha256",
+            "5b3c4f0e9a8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807f6e5d4c3b2a19080".into(),
+        ),
+        ("prometheus_io_scrape", "true".into()),
+        ("prometheus_io_port", "8888".into()),
+        (
+            "kubectl_kubernetes_io_default_container",
+            "otc-container".into(),
+        ),
+        (
+            "cluster_autoscaler_kubernetes_io_safe_to_evict",
+            "true".into(),
+        ),
+        (
+            "checksum_config",
+            format!("{:016x}", pod as u64 * 0x9e37_79b9_7f4a_7c15),
+        ),
+    ];
+    for (k, v) in annotations {
+        put(&format!("__meta_kubernetes_pod_annotation_{k}"), v);
+        put(
+            &format!("__meta_kubernetes_pod_annotationpresent_{k}"),
+            "true".into(),
+        );
+    }
+    put(
+        "__meta_kubernetes_pod_container_name",
+        "otc-container".into(),
+    );
+    put(
+        "__meta_kubernetes_pod_container_image",
+        "otel/opentelemetry-collector-contrib:0.98.0".into(),
+    );
+    put(
+        "__meta_kubernetes_pod_container_id",
+        format!("containerd://{:064x}", pod * 4 + 1),
+    );
+    put("__meta_kubernetes_pod_container_init", "false".into());
+    put(
+        "__meta_kubernetes_pod_container_port_number",
+        port.to_string(),
+    );
+    let port_name = match port {
+        4317 => "otlp-grpc",
+        4318 => "otlp-http",
+        1777 => "pprof",
+        _ => "metrics",
+    };
+    put(
+        "__meta_kubernetes_pod_container_port_name",
+        port_name.into(),
+    );
+    put(
+        "__meta_kubernetes_pod_container_port_protocol",
+        "TCP".into(),
+    );
+    assert_eq!(l.len(), LABELS_PER_TARGET);
+    l
+}
+
+fn scenario(name: &str) -> Vec<Vec<(String, String)>> {
+    match name {
+        "mixed" => (0..TARGETS / 4)
+            .flat_map(|pod| {
+                [4317u16, 4318, 1777, 8888]
+                    .into_iter()
+                    .map(move |port| pod_target(pod, port, pod % 5 != 4))
+            })
+            .collect(),
+        _ => (0..TARGETS)
+            .map(|pod| pod_target(pod, 1777, true))
+            .collect(),
+    }
+}
+
+/// Rules run per target before it is dropped (or all of them), summed: the unit of the
+/// per-rule figures.
+fn rule_applications(rules: &[RuleConfig], targets: &[LabelSet]) -> u64 {
+    let singles: Vec<Relabeler> = rules
+        .iter()
+        .map(|r| Relabeler::new(std::slice::from_ref(r)).expect("seed rule loads"))
+        .collect();
+    let mut n = 0;
+    for t in targets {
+        let mut l = t.clone();
+        for s in &singles {
+            n += 1;
+            if !s.process(&mut l) {
+                break;
+            }
+        }
+    }
+    n
+}
+
+/// A target as generated: (name, value) pairs.
+type RawTarget = Vec<(String, String)>;
+/// The generated scenarios by name.
+type RawScenarios = Vec<(&'static str, Vec<RawTarget>)>;
+
+struct Prepared {
+    name: &'static str,
+    targets: Vec<LabelSet>,
+    applications: u64,
+}
+
+fn prepare() -> (Relabeler, Vec<Prepared>, Vec<RuleConfig>, RawScenarios) {
+    let rules = seed_rules();
+    let relabeler = Relabeler::new(&rules).expect("seed rules load");
+    let mut raw = Vec::new();
+    let mut prepared = Vec::new();
+    for name in ["mixed", "all_kept"] {
+        let targets_raw = scenario(name);
+        let targets: Vec<LabelSet> = targets_raw
+            .iter()
+            .map(|t| t.iter().cloned().collect())
+            .collect();
+        let applications = rule_applications(&rules, &targets);
+        prepared.push(Prepared {
+            name,
+            targets,
+            applications,
+        });
+        raw.push((name, targets_raw));
+    }
+    (relabeler, prepared, rules, raw)
+}
+
+fn write_workload(rules: &[RuleConfig], raw: &RawScenarios) {
+    let Ok(path) = std::env::var("RELABEL_BENCH_WORKLOAD") else {
+        return;
+    };
+    let scenarios: Vec<serde_json::Value> = raw
+        .iter()
+        .map(|(name, targets)| {
+            let targets: Vec<serde_json::Map<String, serde_json::Value>> = targets
+                .iter()
+                .map(|t| {
+                    t.iter()
+                        .map(|(k, v)| (k.clone(), v.clone().into()))
+                        .collect()
+                })
+                .collect();
+            serde_json::json!({ "name": name, "targets": targets })
+        })
+        .collect();
+    let doc = serde_json::json!({ "rules": rules, "scenarios": scenarios });
+    if let Err(e) = std::fs::write(&path, doc.to_string()) {
+        eprintln!("writing workload {path}: {e}");
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let (relabeler, prepared, _, _) = prepare();
+    let mut g = c.benchmark_group("relabel/seed-12-rules");
+    g.sample_size(20).measurement_time(Duration::from_secs(5));
+    for p in &prepared {
+        g.throughput(Throughput::Elements(p.applications));
+        g.bench_function(format!("{}/process", p.name), |b| {
+            b.iter_batched_ref(
+                || p.targets.clone(),
+                |targets| {
+                    for t in targets.iter_mut() {
+                        black_box(relabeler.process(t));
+                    }
+                },
+                BatchSize::LargeInput,
+            )
+        });
+        g.bench_function(format!("{}/clone+process", p.name), |b| {
+            b.iter(|| {
+                for t in &p.targets {
+                    let mut l = t.clone();
+                    black_box(relabeler.process(&mut l));
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+/// Plain timing loop for the summary lines (`bench/relabel.sh` parses them): best of several
+/// ~0.5 s rounds, in ns per rule application.
+fn summary() {
+    let (relabeler, prepared, rules, raw) = prepare();
+    write_workload(&rules, &raw);
+    for p in &prepared {
+        let mut best_process = f64::MAX;
+        let mut best_clone = f64::MAX;
+        let mut best_copy_only = f64::MAX;
+        for _ in 0..5 {
+            // process only
+            let mut total = Duration::ZERO;
+            let mut rounds = 0u32;
+            while total < Duration::from_millis(500) {
+                let mut targets = p.targets.clone();
+                let start = Instant::now();
+                for t in targets.iter_mut() {
+                    black_box(relabeler.process(t));
+                }
+                total += start.elapsed();
+                rounds += 1;
+            }
+            best_process = best_process.min(total.as_nanos() as f64 / f64::from(rounds));
+            // clone + process
+            let start = Instant::now();
+            let mut rounds = 0u32;
+            while start.elapsed() < Duration::from_millis(500) {
+                for t in &p.targets {
+                    let mut l = t.clone();
+                    black_box(relabeler.process(&mut l));
+                }
+                rounds += 1;
+            }
+            best_clone = best_clone.min(start.elapsed().as_nanos() as f64 / f64::from(rounds));
+            // clone only
+            let start = Instant::now();
+            let mut rounds = 0u32;
+            while start.elapsed() < Duration::from_millis(200) {
+                for t in &p.targets {
+                    black_box(t.clone());
+                }
+                rounds += 1;
+            }
+            best_copy_only =
+                best_copy_only.min(start.elapsed().as_nanos() as f64 / f64::from(rounds));
+        }
+        let per = |ns: f64| ns / p.applications as f64;
+        println!(
+            "RESULT rust {} targets={} rule_applications={} process_ns_per_rule={:.1} clone_process_ns_per_rule={:.1} clone_only_ns_per_target={:.1}",
+            p.name,
+            p.targets.len(),
+            p.applications,
+            per(best_process),
+            per(best_clone),
+            best_copy_only / p.targets.len() as f64,
+        );
+    }
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    // `cargo test --benches` runs bench binaries with `--bench` absent: keep that quick.
+    let bench_mode = std::env::args().any(|a| a == "--bench");
+    if !bench_mode {
+        let (relabeler, prepared, _, _) = prepare();
+        for p in &prepared {
+            let mut kept = 0;
+            for t in &p.targets {
+                let mut l = t.clone();
+                kept += usize::from(relabeler.process(&mut l));
+            }
+            assert!(kept > 0, "{}: nothing kept", p.name);
+        }
+        return;
+    }
+    if std::env::var_os("RELABEL_BENCH_SUMMARY_ONLY").is_none() {
+        benches();
+        Criterion::default().configure_from_args().final_summary();
+    }
+    summary();
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS each (default 60) from the committed seeds in
+# fuzz/corpus/<target>. New inputs go to a temporary corpus, so the committed one stays
+# as it is; a crash leaves its input in fuzz/artifacts/<target>/ and fails the script.
+#
+# cargo-fuzz needs nightly-only rustc flags (sanitizers, coverage); RUSTC_BOOTSTRAP=1 lets the
+# stable toolchain accept them. Installs cargo-fuzz when it is missing.
+#
+#   fuzz/run.sh 60
+set -euo pipefail
+cd "$(dirname "$0")"
+seconds="${1:-60}"
+export RUSTC_BOOTSTRAP=1
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  cargo install --locked cargo-fuzz
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+for target in decode delta; do
+  echo "==> fuzz $target for ${seconds}s"
+  mkdir -p "$work/$target"
+  # -O: optimized (with debug assertions, -a, so integer overflow also crashes).
+  # Inputs up to 16 KiB cover the real seeds; 2 GiB RSS flags unbounded allocation.
+  cargo fuzz run -O -a "$target" "$work/$target" "corpus/$target" -- \
+    -max_total_time="$seconds" -max_len=16384 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
+done

@@ -1,0 +1,373 @@
+//! The label set a relabel rule works on: one discovery target.
+//!
+//! Design (targets carry 30-80 labels and every discovery update runs pods × rules):
+//! * a `Vec` of `(name, value)` pairs kept **sorted by name** with unique names, so a lookup is a
+//!   binary search over contiguous memory and iteration is already in Prometheus' sorted order
+//!   (which `labelmap` depends on when two names map to the same new name);
+//! * names and values are `Arc<str>`: cloning a target (the discovery component hands the same
+//!   targets to every consumer) costs reference-count bumps, not string copies, and a rule's
+//!   fixed `target_label` is allocated once at load time and shared by every target it writes;
+//! * setting or deleting one label shifts the tail of the vector in place; nothing rebuilds the
+//!   whole set per rule (Prometheus 2.x copies the whole set for every rule that changes it).
+//!
+//! Invariant, as in Prometheus' `labels.Builder` and Alloy's target builder: **an empty value is
+//! the same as an absent label**. Setting `""` deletes, and inputs with empty values are dropped
+//! on construction, so `get` returning `None` and returning `""` never disagree.
+
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::de::{Deserialize, Deserializer};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+/// A label name. Shared, because the same names recur across thousands of targets.
+pub type LabelName = Arc<str>;
+/// A label value.
+pub type LabelValue = Arc<str>;
+
+/// A target's labels: unique names, sorted, no empty values.
+#[derive(Default, PartialEq, Eq, Hash)]
+pub struct LabelSet {
+    labels: Vec<(LabelName, LabelValue)>,
+}
+
+/// Spare capacity given to built and cloned sets: relabelling usually adds a few labels, and
+/// without room the first insert would reallocate and copy the whole set.
+const HEADROOM: usize = 8;
+
+impl Clone for LabelSet {
+    fn clone(&self) -> Self {
+        let mut labels = Vec::with_capacity(self.labels.len() + HEADROOM);
+        labels.extend(self.labels.iter().cloned());
+        LabelSet { labels }
+    }
+}
+
+impl LabelSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty set with room for `n` labels.
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            labels: Vec::with_capacity(n),
+        }
+    }
+
+    /// Number of labels.
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// True when the set has no labels.
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        self.labels.binary_search_by(|(n, _)| n.as_ref().cmp(name))
+    }
+
+    /// The value of `name`, if present (never `Some("")`).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        match self.find(name) {
+            Ok(i) => Some(&self.labels[i].1),
+            Err(_) => None,
+        }
+    }
+
+    /// The shared value handle of `name`, if present (lets a rule copy a value without
+    /// copying its bytes).
+    pub fn get_shared(&self, name: &str) -> Option<&LabelValue> {
+        match self.find(name) {
+            Ok(i) => Some(&self.labels[i].1),
+            Err(_) => None,
+        }
+    }
+
+    /// Like [`get`](Self::get), first trying the position in `hint` (where this lookup found
+    /// its name last time; targets of one discovery update share their shape, so a rule's
+    /// source label sits at the same index in most of them). The hint is only a guess: a
+    /// miss falls back to the binary search and updates it.
+    pub(crate) fn get_hinted(&self, name: &str, hint: &AtomicUsize) -> Option<&LabelValue> {
+        let h = hint.load(Ordering::Relaxed);
+        if let Some((n, v)) = self.labels.get(h)
+            && **n == *name
+        {
+            return Some(v);
+        }
+        match self.find(name) {
+            Ok(i) => {
+                hint.store(i, Ordering::Relaxed);
+                Some(&self.labels[i].1)
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// [`set_shared`](Self::set_shared) with a position hint (see [`get_hinted`](Self::get_hinted)).
+    pub(crate) fn set_shared_hinted(
+        &mut self,
+        name: &LabelName,
+        value: LabelValue,
+        hint: &AtomicUsize,
+    ) {
+        if value.is_empty() {
+            self.remove(name);
+            return;
+        }
+        let h = hint.load(Ordering::Relaxed);
+        if let Some(slot) = self.labels.get_mut(h)
+            && *slot.0 == **name
+        {
+            slot.1 = value;
+            return;
+        }
+        let i = match self.find(name) {
+            Ok(i) => {
+                self.labels[i].1 = value;
+                i
+            }
+            Err(i) => {
+                self.labels.insert(i, (name.clone(), value));
+                i
+            }
+        };
+        hint.store(i, Ordering::Relaxed);
+    }
+
+    /// The value of `name`, or `""` when absent: how relabelling reads source labels.
+    pub fn get_or_empty(&self, name: &str) -> &str {
+        self.get(name).unwrap_or("")
+    }
+
+    /// True when `name` is present.
+    pub fn contains(&self, name: &str) -> bool {
+        self.find(name).is_ok()
+    }
+
+    /// Sets `name` to `value`; an empty value deletes the label.
+    pub fn set(&mut self, name: &str, value: &str) {
+        if value.is_empty() {
+            self.remove(name);
+            return;
+        }
+        match self.find(name) {
+            Ok(i) => {
+                // Skip the allocation when the value is unchanged (common for rules that
+                // normalise an already-normal value).
+                if &*self.labels[i].1 != value {
+                    self.labels[i].1 = Arc::from(value);
+                }
+            }
+            Err(i) => self.labels.insert(i, (Arc::from(name), Arc::from(value))),
+        }
+    }
+
+    /// Like [`set`](Self::set) with owned/shared parts: no allocation for the name when it is
+    /// already present or `name` is a shared handle (a rule's fixed `target_label`).
+    pub fn set_shared(&mut self, name: &LabelName, value: LabelValue) {
+        if value.is_empty() {
+            self.remove(name);
+            return;
+        }
+        match self.find(name) {
+            Ok(i) => self.labels[i].1 = value,
+            Err(i) => self.labels.insert(i, (name.clone(), value)),
+        }
+    }
+
+    /// Sets a label from an owned name and value (no copy of either).
+    pub fn insert(&mut self, name: impl Into<LabelName>, value: impl Into<LabelValue>) {
+        let value = value.into();
+        let name = name.into();
+        self.set_shared(&name, value);
+    }
+
+    /// Removes `name`, returning its value if it was present.
+    pub fn remove(&mut self, name: &str) -> Option<LabelValue> {
+        match self.find(name) {
+            Ok(i) => Some(self.labels.remove(i).1),
+            Err(_) => None,
+        }
+    }
+
+    /// Keeps only the labels for which `keep(name, value)` is true (one pass, in place).
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &str) -> bool) {
+        self.labels.retain(|(n, v)| keep(n, v));
+    }
+
+    /// The labels in sorted name order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        self.labels.iter().map(|(n, v)| (n.as_ref(), v.as_ref()))
+    }
+
+    /// The labels with their shared handles, in sorted name order.
+    pub fn iter_shared(&self) -> impl ExactSizeIterator<Item = &(LabelName, LabelValue)> + '_ {
+        self.labels.iter()
+    }
+
+    /// The label names in sorted order.
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.labels.iter().map(|(n, _)| n.as_ref())
+    }
+
+    /// A sorted map copy (for tests, display and serialisation).
+    pub fn to_map(&self) -> BTreeMap<String, String> {
+        self.iter()
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+            .collect()
+    }
+}
+
+impl<K, V> FromIterator<(K, V)> for LabelSet
+where
+    K: Into<LabelName>,
+    V: Into<LabelValue>,
+{
+    /// Builds a set from pairs in any order. Empty values are dropped (absent == empty); for a
+    /// repeated name the last pair wins, as when a map is built from the same sequence.
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut labels: Vec<(LabelName, LabelValue)> = iter
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        // Stable sort keeps input order among equal names, so "last wins" below is well defined.
+        labels.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<(LabelName, LabelValue)> = Vec::with_capacity(labels.len());
+        for (n, v) in labels {
+            match out.last_mut() {
+                Some(last) if last.0 == n => last.1 = v,
+                _ => out.push((n, v)),
+            }
+        }
+        out.retain(|(_, v)| !v.is_empty());
+        out.reserve(HEADROOM);
+        LabelSet { labels: out }
+    }
+}
+
+impl<K: Borrow<str>, V: Borrow<str>> From<&BTreeMap<K, V>> for LabelSet {
+    fn from(map: &BTreeMap<K, V>) -> Self {
+        // A BTreeMap iterates sorted and unique already; only empties need dropping.
+        let labels = map
+            .iter()
+            .filter(|(_, v)| !Borrow::<str>::borrow(*v).is_empty())
+            .map(|(k, v)| (Arc::from(k.borrow()), Arc::from(v.borrow())))
+            .collect();
+        LabelSet { labels }
+    }
+}
+
+impl fmt::Debug for LabelSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl fmt::Display for LabelSet {
+    /// `{a="1", b="2"}` with Go-style quoting of values, like Prometheus prints label sets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("{")?;
+        for (i, (n, v)) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{n}={}", crate::relabel::rule::go_quote(v))?;
+        }
+        f.write_str("}")
+    }
+}
+
+impl Serialize for LabelSet {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (n, v) in self.iter() {
+            map.serialize_entry(n, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for LabelSet {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, String>::deserialize(deserializer)?;
+        Ok(LabelSet::from(&map))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(pairs: &[(&str, &str)]) -> LabelSet {
+        pairs.iter().copied().collect()
+    }
+
+    #[test]
+    fn construction_sorts_dedups_and_drops_empty() {
+        type Pairs = &'static [(&'static str, &'static str)];
+        // (input pairs, expected sorted output)
+        let cases: &[(Pairs, Pairs)] = &[
+            (&[], &[]),
+            (&[("b", "2"), ("a", "1")], &[("a", "1"), ("b", "2")]),
+            (&[("a", "1"), ("a", "2")], &[("a", "2")]),
+            (&[("a", ""), ("b", "x")], &[("b", "x")]),
+            (&[("a", "1"), ("a", "")], &[]),
+            (
+                &[("é", "1"), ("z", "2"), ("_", "3")],
+                &[("_", "3"), ("z", "2"), ("é", "1")],
+            ),
+        ];
+        for (input, want) in cases {
+            let got: Vec<(String, String)> = set(input)
+                .iter()
+                .map(|(a, b)| (a.into(), b.into()))
+                .collect();
+            let want: Vec<(String, String)> = want
+                .iter()
+                .map(|(a, b)| ((*a).into(), (*b).into()))
+                .collect();
+            assert_eq!(got, want, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn set_get_remove() {
+        let mut s = set(&[("b", "2")]);
+        s.set("a", "1");
+        s.set("c", "3");
+        assert_eq!(s.names().collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert_eq!(s.get("b"), Some("2"));
+        assert_eq!(s.get_or_empty("zz"), "");
+        s.set("b", "");
+        assert_eq!(s.get("b"), None);
+        assert!(!s.contains("b"));
+        assert_eq!(s.remove("a").as_deref(), Some("1"));
+        assert_eq!(s.remove("a"), None);
+        let name: LabelName = Arc::from("d");
+        s.set_shared(&name, Arc::from("4"));
+        s.set_shared(&name, Arc::from(""));
+        assert_eq!(s.to_map().len(), 1);
+    }
+
+    #[test]
+    fn display_quotes_like_go() {
+        let s = set(&[("a", "x\"y"), ("b", "line\nbreak")]);
+        assert_eq!(s.to_string(), r#"{a="x\"y", b="line\nbreak"}"#);
+    }
+
+    #[test]
+    fn serde_round_trip() {
+        let s = set(&[("a", "1"), ("b", "2")]);
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(json, r#"{"a":"1","b":"2"}"#);
+        let back: LabelSet = serde_json::from_str(r#"{"b":"2","a":"1","c":""}"#).unwrap();
+        assert_eq!(back, s);
+    }
+}

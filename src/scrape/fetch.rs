@@ -1,0 +1,150 @@
+//! One HTTP GET of a profile: auth headers from the shared client config, a hard deadline over
+//! the whole exchange (headers and body), a streaming body read that stops at
+//! `body_size_limit`, and Alloy's response checks (`validate`).
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use reqwest::header::{CONTENT_TYPE, HeaderMap};
+
+use super::error::{Reason, ScrapeError};
+use super::validate::{ERROR_BODY_PREVIEW, status_error, validate_body};
+use crate::httpclient::HttpClient;
+use crate::syntax::types::format_go_duration;
+
+/// What one fetch needs.
+pub struct FetchRequest<'a> {
+    pub client: &'a HttpClient,
+    pub url: &'a reqwest::Url,
+    pub timeout: Duration,
+    /// 0 = no limit.
+    pub body_size_limit: u64,
+    /// Expected body size (the previous scrape's), to size the buffer once.
+    pub size_hint: usize,
+}
+
+/// Fetches and checks one profile; the body is returned as received (gzip or plain protobuf).
+pub async fn fetch(req: &FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
+    match tokio::time::timeout(req.timeout, fetch_inner(req)).await {
+        Ok(result) => result,
+        Err(_) => Err(ScrapeError::new(
+            Reason::Timeout,
+            format!(
+                "scrape timed out after {} without a complete answer",
+                format_go_duration(req.timeout)
+            ),
+        )),
+    }
+}
+
+async fn fetch_inner(req: &FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
+    let mut headers = HeaderMap::new();
+    req.client
+        .apply(&mut headers)
+        .await
+        .map_err(|e| ScrapeError::new(Reason::Auth, e.to_string()))?;
+    let resp = req
+        .client
+        .client()
+        .get(req.url.clone())
+        .headers(headers)
+        .send()
+        .await
+        .map_err(|e| transport_error(&e, "request failed"))?;
+    let status = resp.status();
+    let content_type = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    if !status.is_success() {
+        // Only the start of an error page is quoted; a broken body still reports the status.
+        let body = read_body(resp, ERROR_BODY_PREVIEW as u64, false, 0)
+            .await
+            .unwrap_or_default();
+        return Err(status_error(
+            status.as_u16(),
+            status.canonical_reason().unwrap_or(""),
+            &body,
+        ));
+    }
+    let limit = req.body_size_limit;
+    if limit > 0
+        && let Some(len) = resp.content_length()
+        && len > limit
+    {
+        return Err(ScrapeError::new(
+            Reason::BodyTooLarge,
+            format!("response body of {len} bytes (Content-Length) exceeds body_size_limit ({limit} bytes); not read"),
+        ));
+    }
+    let hint = resp
+        .content_length()
+        .map_or(req.size_hint, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let body = read_body(resp, limit, true, hint).await?;
+    validate_body(&body, content_type.as_deref())?;
+    Ok(body)
+}
+
+/// Reads the body chunk by chunk. With `strict`, more than `limit` bytes (0 = no limit) is an
+/// error and reading stops there; without, the first `limit` bytes are returned.
+async fn read_body(
+    mut resp: reqwest::Response,
+    limit: u64,
+    strict: bool,
+    hint: usize,
+) -> Result<Bytes, ScrapeError> {
+    let cap = if limit > 0 {
+        hint.min(usize::try_from(limit).unwrap_or(usize::MAX))
+    } else {
+        hint
+    };
+    // A lying Content-Length cannot make us reserve more than 8 MiB up front.
+    let mut buf = BytesMut::with_capacity(cap.min(8 << 20));
+    loop {
+        let chunk = match resp.chunk().await {
+            Ok(Some(c)) => c,
+            Ok(None) => return Ok(buf.freeze()),
+            Err(e) => return Err(transport_error(&e, "reading the response body failed")),
+        };
+        let len = buf.len() as u64 + chunk.len() as u64;
+        if limit > 0 && len > limit {
+            if !strict {
+                let room = usize::try_from(limit).unwrap_or(usize::MAX) - buf.len();
+                buf.extend_from_slice(&chunk[..room]);
+                return Ok(buf.freeze());
+            }
+            return Err(ScrapeError::new(
+                Reason::BodyTooLarge,
+                format!(
+                    "response body exceeds body_size_limit ({limit} bytes); stopped reading after {len} bytes"
+                ),
+            ));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+}
+
+/// A transport failure, described by its cause chain ("connection refused", "connection reset
+/// by peer", "connection closed before message completed"...), without reqwest's URL prefix.
+fn transport_error(e: &reqwest::Error, context: &str) -> ScrapeError {
+    let reason = if e.is_timeout() {
+        Reason::Timeout
+    } else {
+        Reason::Connection
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p == &text) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    let detail = if parts.is_empty() {
+        e.to_string()
+    } else {
+        parts.join(": ")
+    };
+    ScrapeError::new(reason, format!("{context}: {detail}"))
+}

@@ -1,0 +1,383 @@
+//! One scrape loop: a (target, profile type) pair scraped on schedule, with its delta state and
+//! health.
+//!
+//! # Schedule
+//!
+//! Each loop fires at a fixed phase of the wall clock: the times `t` with
+//! `t mod interval == hash mod interval` (Prometheus' rule), so loops of many targets, and the
+//! different profile types of one target (different URLs, different hashes), are spread over the
+//! interval, and a restart keeps each loop's phase. The first scrape is the first such time
+//! (Alloy waits one more interval after it). A scrape that takes longer than the interval makes
+//! the loop skip the ticks it missed: scrapes of one loop never overlap and never catch up in a
+//! burst.
+//!
+//! # Settings
+//!
+//! The settings shared by every loop of a component (HTTP client, interval, timeout, limits,
+//! receivers) arrive through a watch channel. A change applies from the next scrape on and keeps
+//! the delta state (Alloy restarts every loop and loses it); a new interval re-phases the loop.
+
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::watch;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
+
+use super::error::{Reason, ScrapeError};
+use super::fetch::{FetchRequest, fetch};
+use super::metrics::ComponentMetrics;
+use super::process::{Processed, Processor};
+use super::target::ScrapeTarget;
+use crate::httpclient::HttpClient;
+use crate::pprof::SeriesState;
+use crate::profiles::{Appendable as _, FanOut, Label, Profile};
+use crate::runtime::metrics::Labels as MetricLabels;
+
+/// Bodies larger than this are processed on the blocking pool rather than on a runtime worker.
+const INLINE_PROCESSING_LIMIT: usize = 256 << 10;
+
+/// Settings shared by all loops of a component.
+pub struct Env {
+    pub client: Arc<HttpClient>,
+    pub fanout: Arc<FanOut>,
+    pub processor: Arc<Processor>,
+    pub metrics: ComponentMetrics,
+    pub interval: Duration,
+    pub scrape_timeout: Duration,
+    pub body_size_limit: u64,
+}
+
+/// A scrape target as a loop uses it.
+pub struct LoopTarget {
+    pub scrape: ScrapeTarget,
+    pub url: reqwest::Url,
+    /// What every forwarded profile is labelled with.
+    pub labels: Vec<Label>,
+    pub metrics_key: MetricLabels,
+    /// Set when the target breaks a label limit: it is not scraped.
+    pub blocked: Option<ScrapeError>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetHealth {
+    Unknown,
+    Up,
+    Down,
+}
+
+impl TargetHealth {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetHealth::Unknown => "unknown",
+            TargetHealth::Up => "up",
+            TargetHealth::Down => "down",
+        }
+    }
+}
+
+/// A loop's health, as the debug info shows it.
+#[derive(Clone, Debug)]
+pub struct Status {
+    pub health: TargetHealth,
+    pub last_error: Option<ScrapeError>,
+    /// Start of the last scrape.
+    pub last_scrape: Option<SystemTime>,
+    pub last_duration: Option<Duration>,
+    /// What the last successful scrape led to.
+    pub last_outcome: String,
+    pub scrapes: u64,
+    pub failures: u64,
+    pub forwarded: u64,
+    pub state_bytes: usize,
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status {
+            health: TargetHealth::Unknown,
+            last_error: None,
+            last_scrape: None,
+            last_duration: None,
+            last_outcome: String::new(),
+            scrapes: 0,
+            failures: 0,
+            forwarded: 0,
+            state_bytes: 0,
+        }
+    }
+}
+
+/// What a loop shares with its manager (debug info, target updates).
+pub struct LoopShared {
+    pub hash: u64,
+    target: RwLock<Arc<LoopTarget>>,
+    status: Mutex<Status>,
+}
+
+impl LoopShared {
+    pub fn new(target: Arc<LoopTarget>) -> Self {
+        LoopShared {
+            hash: target.scrape.hash,
+            target: RwLock::new(target),
+            status: Mutex::new(Status::default()),
+        }
+    }
+
+    pub fn target(&self) -> Arc<LoopTarget> {
+        self.target
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the target (same identity; private labels or limits may differ).
+    pub fn set_target(&self, target: Arc<LoopTarget>) {
+        *self.target.write().unwrap_or_else(|e| e.into_inner()) = target;
+    }
+
+    pub fn status(&self) -> Status {
+        self.lock_status().clone()
+    }
+
+    fn lock_status(&self) -> MutexGuard<'_, Status> {
+        self.status.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks the target down without scraping it (a label limit).
+    pub fn block(&self, error: ScrapeError) {
+        let mut s = self.lock_status();
+        s.health = TargetHealth::Down;
+        s.last_error = Some(error);
+    }
+
+    /// Back to "not scraped yet" (a blocked target that became valid).
+    pub fn unblock(&self) {
+        let mut s = self.lock_status();
+        s.health = TargetHealth::Unknown;
+        s.last_error = None;
+    }
+}
+
+/// How long to wait from `now` (since the epoch) until the loop's phase: the next time `t` with
+/// `t mod interval == hash mod interval` (zero if that is now).
+pub fn first_delay(hash: u64, interval: Duration, now: Duration) -> Duration {
+    let i = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
+    if i == 0 {
+        return Duration::ZERO;
+    }
+    let phase = hash % i;
+    let now = (now.as_nanos() % u128::from(i)) as u64;
+    Duration::from_nanos((phase + (i - now)) % i)
+}
+
+fn wall_now() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// Runs a loop until `cancel`.
+pub async fn run(
+    shared: Arc<LoopShared>,
+    mut env_rx: watch::Receiver<Arc<Env>>,
+    cancel: CancellationToken,
+) {
+    let mut state: Option<SeriesState> = None;
+    let mut size_hint = 0usize;
+    let mut reported_bytes = 0usize;
+    'schedule: loop {
+        let interval = env_rx.borrow_and_update().interval;
+        let delay = first_delay(shared.hash, interval, wall_now());
+        let start = tokio::time::Instant::now() + delay;
+        let mut ticker = tokio::time::interval_at(start, interval.max(Duration::from_millis(1)));
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break 'schedule,
+                changed = env_rx.changed() => {
+                    if changed.is_err() {
+                        break 'schedule;
+                    }
+                    if env_rx.borrow_and_update().interval != interval {
+                        continue 'schedule;
+                    }
+                    continue;
+                }
+                _ = ticker.tick() => {}
+            }
+            let env = env_rx.borrow().clone();
+            // Boxed: an idle loop (most of the time) then holds only a pointer, not the
+            // request's whole state machine.
+            let scrape = Box::pin(scrape_once(&shared, &env, &mut state, &mut size_hint));
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break 'schedule,
+                _ = scrape => {}
+            }
+            let bytes = state.as_ref().map_or(0, SeriesState::bytes);
+            if bytes != reported_bytes {
+                env.metrics
+                    .state_bytes
+                    .inc_by(bytes as i64 - reported_bytes as i64);
+                reported_bytes = bytes;
+                shared.lock_status().state_bytes = bytes;
+            }
+        }
+    }
+    if reported_bytes > 0 {
+        env_rx
+            .borrow()
+            .metrics
+            .state_bytes
+            .dec_by(reported_bytes as i64);
+    }
+}
+
+/// One scrape: fetch, check, delta, forward; records the outcome.
+async fn scrape_once(
+    shared: &LoopShared,
+    env: &Env,
+    state: &mut Option<SeriesState>,
+    size_hint: &mut usize,
+) {
+    let target = shared.target();
+    if target.blocked.is_some() {
+        return;
+    }
+    let wall = SystemTime::now();
+    let started = Instant::now();
+    let timeout = target.scrape.timeout(env.scrape_timeout, env.interval);
+    let result = async {
+        let body = fetch(&FetchRequest {
+            client: &env.client,
+            url: &target.url,
+            timeout,
+            body_size_limit: env.body_size_limit,
+            size_hint: *size_hint,
+        })
+        .await?;
+        *size_hint = body.len();
+        process(env, target.scrape.client_delta(), body, state).await
+    }
+    .await;
+    let duration = started.elapsed();
+
+    let outcome = match result {
+        Ok(Processed::Send(raw)) => {
+            let profile = Profile {
+                labels: target.labels.clone(),
+                raw,
+                received_at: SystemTime::now(),
+            };
+            let t = Instant::now();
+            env.fanout.append(vec![profile]);
+            env.metrics
+                .fanout_latency
+                .observe(t.elapsed().as_secs_f64());
+            env.metrics.forwarded.inc();
+            Ok("forwarded".to_string())
+        }
+        Ok(Processed::Baseline) => {
+            Ok("baseline: first scrape of a cumulative profile, kept to compute the next delta (not sent)".to_string())
+        }
+        Ok(Processed::Reset(reason)) => {
+            tracing::debug!(url = %target.scrape.url, %reason, "delta baseline reset");
+            Ok(format!("baseline reset ({reason}); not sent"))
+        }
+        Err(e) => Err(e),
+    };
+
+    env.metrics.target_scraped(
+        &target.metrics_key,
+        outcome.is_ok(),
+        Some(duration.as_secs_f64()),
+    );
+    let mut s = shared.lock_status();
+    s.scrapes += 1;
+    s.last_scrape = Some(wall);
+    s.last_duration = Some(duration);
+    match outcome {
+        Ok(text) => {
+            if s.health == TargetHealth::Down {
+                tracing::info!(url = %target.scrape.url, "target is up again");
+            }
+            if text == "forwarded" {
+                s.forwarded += 1;
+            }
+            s.health = TargetHealth::Up;
+            s.last_error = None;
+            s.last_outcome = text;
+        }
+        Err(e) => {
+            env.metrics.error(e.reason);
+            // Log a failure when it starts or changes; repeats only at debug level.
+            let repeated = s.health == TargetHealth::Down
+                && s.last_error.as_ref().is_some_and(|p| p.reason == e.reason);
+            if repeated {
+                tracing::debug!(url = %target.scrape.url, reason = %e.reason, err = %e, "scrape failed");
+            } else {
+                tracing::warn!(url = %target.scrape.url, reason = %e.reason, err = %e, "scrape failed");
+            }
+            s.failures += 1;
+            s.health = TargetHealth::Down;
+            s.last_error = Some(e);
+        }
+    }
+}
+
+async fn process(
+    env: &Env,
+    client_delta: bool,
+    body: bytes::Bytes,
+    state: &mut Option<SeriesState>,
+) -> Result<Processed, ScrapeError> {
+    if body.len() <= INLINE_PROCESSING_LIMIT {
+        return env.processor.process(client_delta, body, state);
+    }
+    let processor = env.processor.clone();
+    let mut owned = state.take();
+    let joined = tokio::task::spawn_blocking(move || {
+        let result = processor.process(client_delta, body, &mut owned);
+        (result, owned)
+    })
+    .await;
+    match joined {
+        Ok((result, owned)) => {
+            *state = owned;
+            result
+        }
+        Err(e) => Err(ScrapeError::new(
+            Reason::InvalidProfile,
+            format!("processing the profile failed: {e}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_delay_lands_on_the_hash_phase() {
+        let s = Duration::from_secs;
+        let interval = s(15);
+        // Phase 5 s (hash 5e9 mod 15e9).
+        let hash = 5_000_000_000u64;
+        assert_eq!(first_delay(hash, interval, s(1_000_000_000)), s(15) - s(10) + s(5));
+        for now_ms in [0u64, 1, 4_999, 5_000, 5_001, 14_999, 123_456_789] {
+            let now = Duration::from_millis(now_ms);
+            let d = first_delay(hash, interval, now);
+            assert!(d < interval, "{now_ms}: {d:?}");
+            let fire = (now + d).as_nanos() % interval.as_nanos();
+            assert_eq!(fire, 5_000_000_000, "{now_ms}");
+        }
+        // Another hash, another phase; the same target keeps its phase across restarts.
+        assert_ne!(
+            first_delay(hash, interval, s(100)),
+            first_delay(hash + 3_000_000_000, interval, s(100))
+        );
+        assert_eq!(first_delay(7, Duration::ZERO, s(3)), Duration::ZERO);
+    }
+}

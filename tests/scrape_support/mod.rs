@@ -1,0 +1,630 @@
+//! Helpers for the `scrape_*` tests: build and run the Go programs of tests/go (Debian's
+//! golang-go, into a temp dir), run Debian's Prometheus, run the real `scraper` binary on a
+//! config (stdout and stderr captured), read its API and metrics, and serve misbehaving
+//! profiling endpoints (`FaultServer`).
+//!
+//! Without `go`, Go tests print why and pass, unless `SCRAPER_REQUIRE_GO=1`, which makes a
+//! missing toolchain (or Prometheus) a failure.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, BufReader};
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_scraper");
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn go_required() -> bool {
+    std::env::var("SCRAPER_REQUIRE_GO").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Reports a missing tool: the test is skipped (returns), or fails under SCRAPER_REQUIRE_GO.
+pub fn missing(what: &str) {
+    assert!(
+        !go_required(),
+        "SCRAPER_REQUIRE_GO is set but {what} (apt-get install -y golang-go prometheus)"
+    );
+    eprintln!("skipped: {what}");
+}
+
+/// Whether `go` runs; reports it when not.
+pub fn have_go() -> bool {
+    let ok = Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        missing("`go` is not installed");
+    }
+    ok
+}
+
+/// A Go program built into its own temp dir.
+pub struct GoProgram {
+    pub bin: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Builds `tests/go/<name>/main.go` (stdlib only, GOPATH mode: no module proxy needed).
+pub fn build_go(name: &str) -> GoProgram {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = dir.path().join(name);
+    let src = repo().join("tests/go").join(name).join("main.go");
+    let out = Command::new("go")
+        .arg("build")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .env("GO111MODULE", "off")
+        .env("GOPATH", dir.path().join("gopath"))
+        .env("GOFLAGS", "")
+        .output()
+        .expect("run go build");
+    assert!(
+        out.status.success(),
+        "go build {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    GoProgram { bin, _dir: dir }
+}
+
+/// A child process, killed when dropped.
+pub struct Proc {
+    pub child: Child,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts a Go program that prints `listening on ADDR` first; returns it and ADDR.
+pub fn start_go(bin: &Path, args: &[&str]) -> (Proc, String) {
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start go program");
+    let stdout = child.stdout.take().expect("stdout");
+    let proc = Proc { child };
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("read address");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected output {line:?}"))
+        .to_string();
+    (proc, addr)
+}
+
+/// Debian's Prometheus binary, installed with apt-get when missing (and possible).
+pub fn prometheus() -> Option<PathBuf> {
+    let find = || {
+        ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+    };
+    if let Some(p) = find() {
+        return Some(p);
+    }
+    static INSTALL: Mutex<bool> = Mutex::new(false);
+    let mut tried = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+    if !*tried {
+        *tried = true;
+        eprintln!("prometheus is missing: apt-get install -y prometheus");
+        let _ = Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends", "prometheus"])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status();
+    }
+    let found = find();
+    if found.is_none() {
+        missing("Debian's prometheus is not installed and could not be installed");
+    }
+    found
+}
+
+pub fn free_port() -> u16 {
+    StdListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// Runs Prometheus on 127.0.0.1 (random port, storage in `dir`); returns once it is ready.
+pub async fn start_prometheus(bin: &Path, dir: &Path) -> (Proc, String) {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: self\n    static_configs:\n      - targets: ['{addr}']\n"
+        ),
+    )
+    .expect("write prometheus.yml");
+    let log = std::fs::File::create(dir.join("prometheus.log")).expect("log");
+    let child = Command::new(bin)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("tsdb").display()))
+        .arg(format!("--web.listen-address={addr}"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start prometheus");
+    let proc = Proc { child };
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ready = client
+            .get(format!("http://{addr}/-/ready"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        if ready {
+            return (proc, addr);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "prometheus not ready: {}",
+            std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `go tool pprof -raw` must read the profile; returns its output.
+pub fn go_tool_pprof_raw(raw: &[u8]) -> Result<String, String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("profile.pb.gz");
+    std::fs::write(&file, raw).expect("write profile");
+    let out = Command::new("go")
+        .args(["tool", "pprof", "-raw"])
+        .arg(&file)
+        .output()
+        .expect("run go tool pprof");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scraper binary
+// ---------------------------------------------------------------------------------------------
+
+/// `scraper run` on a config, listening on a known address; stdout and stderr are collected.
+pub struct Scraper {
+    child: Child,
+    pub addr: String,
+    pub config: PathBuf,
+    pub stdout: Arc<Mutex<Vec<String>>>,
+    pub stderr: Arc<Mutex<Vec<String>>>,
+    client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+fn collect(pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let l = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            l.lock().expect("lock").push(line);
+        }
+    });
+    lines
+}
+
+impl Scraper {
+    /// Starts `scraper run`; `config` gets the address the scraper will listen on (for configs
+    /// that scrape the scraper itself). Waits until it listens.
+    pub async fn start(config: impl FnOnce(&str) -> String) -> Scraper {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let addr = format!("127.0.0.1:{}", free_port());
+        let path = dir.path().join("scrape.alloy");
+        std::fs::write(&path, config(&addr)).expect("write config");
+        let mut child = Command::new(BIN)
+            .arg("run")
+            .arg(&path)
+            .arg("--server.http.listen-addr")
+            .arg(&addr)
+            .arg("--storage.path")
+            .arg(dir.path().join("data"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn scraper");
+        let stdout = collect(child.stdout.take().expect("stdout"));
+        let stderr = collect(child.stderr.take().expect("stderr"));
+        let s = Scraper {
+            child,
+            addr,
+            config: path,
+            stdout,
+            stderr,
+            client: reqwest::Client::new(),
+            _dir: dir,
+        };
+        let loaded = s
+            .wait(Duration::from_secs(20), |s| {
+                s.logs().contains("config loaded")
+            })
+            .await;
+        assert!(loaded, "scraper did not load its config:\n{}", s.logs());
+        s
+    }
+
+    pub fn logs(&self) -> String {
+        self.stderr.lock().expect("lock").join("\n")
+    }
+
+    pub fn output(&self) -> String {
+        self.stdout.lock().expect("lock").join("\n")
+    }
+
+    pub async fn get(&self, path: &str) -> String {
+        let resp = self
+            .client
+            .get(format!("http://{}{path}", self.addr))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        resp.text().await.expect("body")
+    }
+
+    /// The component's JSON from `/api/v0/web/components/<id>`.
+    pub async fn component(&self, id: &str) -> serde_json::Value {
+        let text = self.get(&format!("/api/v0/web/components/{id}")).await;
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{id}: {e}: {text}"))
+    }
+
+    /// The `targets` of a `pyroscope.scrape` component's debug info.
+    pub async fn targets(&self, id: &str) -> Vec<serde_json::Value> {
+        self.component(id).await["debugInfo"]["targets"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub async fn metrics(&self) -> String {
+        self.get("/metrics").await
+    }
+
+    /// Polls `f` every 50 ms until it holds; false on timeout.
+    pub async fn wait(&self, timeout: Duration, mut f: impl FnMut(&Scraper) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if f(self) {
+                return true;
+            }
+            if Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Scraper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls an async condition every 50 ms; false on timeout.
+pub async fn eventually<F, Fut>(timeout: Duration, mut f: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if f().await {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The value of the series `name{labels...}` in a Prometheus text exposition (sum of matches).
+pub fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let mut found = None;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let (n, rest) = series.split_once('{').unwrap_or((series, ""));
+        if n != name {
+            continue;
+        }
+        if labels
+            .iter()
+            .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
+            && let Ok(v) = value.parse::<f64>()
+        {
+            found = Some(found.unwrap_or(0.0) + v);
+        }
+    }
+    found
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fault server
+// ---------------------------------------------------------------------------------------------
+
+/// What a path of the [`FaultServer`] does.
+#[derive(Clone, Debug)]
+pub enum Behavior {
+    /// 200 `application/octet-stream` with this body.
+    Profile(Vec<u8>),
+    /// This status, `text/plain`, this body.
+    Status(u16, &'static str),
+    /// 200 with this content type and body.
+    Typed(&'static str, Vec<u8>),
+    /// 200 `application/octet-stream`, no Content-Length, `n` bytes then close.
+    Stream(usize),
+    /// 200 `application/octet-stream` with a Content-Length of `n` (body not sent).
+    Declared(usize),
+    /// Read the request, never answer.
+    Hang,
+    /// Read the request, then reset the connection.
+    Reset,
+    /// Answer with this profile after a delay.
+    Slow(Duration, Vec<u8>),
+    /// The n-th request gets the n-th profile (the last one once they run out).
+    Sequence(Arc<Vec<Vec<u8>>>, Arc<std::sync::atomic::AtomicUsize>),
+}
+
+impl Behavior {
+    pub fn sequence(profiles: Vec<Vec<u8>>) -> Behavior {
+        Behavior::Sequence(Arc::new(profiles), Arc::default())
+    }
+}
+
+/// A hand-written HTTP/1.1 server: one answer per connection (`Connection: close`), behaviour
+/// chosen by path, the arrival time of every request recorded per path.
+pub struct FaultServer {
+    pub addr: SocketAddr,
+    requests: Arc<Mutex<HashMap<String, Vec<Instant>>>>,
+    stop: CancellationToken,
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl FaultServer {
+    pub async fn start(routes: Vec<(&'static str, Behavior)>) -> FaultServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let routes: Arc<HashMap<String, Behavior>> = Arc::new(
+            routes
+                .into_iter()
+                .map(|(p, b)| (p.to_string(), b))
+                .collect(),
+        );
+        let requests: Arc<Mutex<HashMap<String, Vec<Instant>>>> = Arc::default();
+        let stop = CancellationToken::new();
+        let (r, q, st) = (routes.clone(), requests.clone(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let (sock, _) = tokio::select! {
+                    _ = st.cancelled() => return,
+                    c = listener.accept() => match c { Ok(c) => c, Err(_) => continue },
+                };
+                let (r, q, st) = (r.clone(), q.clone(), st.clone());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = st.cancelled() => {}
+                        _ = serve(sock, &r, &q) => {}
+                    }
+                });
+            }
+        });
+        FaultServer {
+            addr,
+            requests,
+            stop,
+        }
+    }
+
+    /// Arrival times of the requests for `path`.
+    pub fn requests(&self, path: &str) -> Vec<Instant> {
+        self.requests
+            .lock()
+            .expect("lock")
+            .get(path)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+async fn serve(
+    mut sock: TcpStream,
+    routes: &HashMap<String, Behavior>,
+    requests: &Mutex<HashMap<String, Vec<Instant>>>,
+) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match sock.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
+    let target = text.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let path = target.split('?').next().unwrap_or("/").to_string();
+    requests
+        .lock()
+        .expect("lock")
+        .entry(path.clone())
+        .or_default()
+        .push(Instant::now());
+    let behavior = routes
+        .get(&path)
+        .cloned()
+        .unwrap_or(Behavior::Status(404, "404 page not found\n"));
+    let head = |status: &str, ct: &str, len: Option<usize>| {
+        let mut h = format!("HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nConnection: close\r\n");
+        if let Some(l) = len {
+            h.push_str(&format!("Content-Length: {l}\r\n"));
+        }
+        h.push_str("\r\n");
+        h.into_bytes()
+    };
+    let mut out = Vec::new();
+    match behavior {
+        Behavior::Profile(body) => {
+            out.extend(head("200 OK", "application/octet-stream", Some(body.len())));
+            out.extend(body);
+        }
+        Behavior::Status(code, body) => {
+            out.extend(head(
+                &format!("{code} Status"),
+                "text/plain; charset=utf-8",
+                Some(body.len()),
+            ));
+            out.extend(body.as_bytes());
+        }
+        Behavior::Typed(ct, body) => {
+            out.extend(head("200 OK", ct, Some(body.len())));
+            out.extend(body);
+        }
+        Behavior::Stream(n) => {
+            let _ = sock
+                .write_all(&head("200 OK", "application/octet-stream", None))
+                .await;
+            let chunk = vec![0x0au8; 64 << 10];
+            let mut sent = 0;
+            while sent < n {
+                let k = chunk.len().min(n - sent);
+                if sock.write_all(&chunk[..k]).await.is_err() {
+                    return;
+                }
+                sent += k;
+            }
+            return;
+        }
+        Behavior::Declared(n) => {
+            out.extend(head("200 OK", "application/octet-stream", Some(n)));
+        }
+        Behavior::Hang => {
+            // Hold the connection open until the server stops.
+            std::future::pending::<()>().await;
+        }
+        Behavior::Reset => {
+            let _ = sock.set_zero_linger();
+            drop(sock);
+            return;
+        }
+        Behavior::Sequence(profiles, next) => {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let body = &profiles[i.min(profiles.len() - 1)];
+            out.extend(head("200 OK", "application/octet-stream", Some(body.len())));
+            out.extend(body);
+        }
+        Behavior::Slow(delay, body) => {
+            tokio::time::sleep(delay).await;
+            out.extend(head("200 OK", "application/octet-stream", Some(body.len())));
+            out.extend(body);
+        }
+    }
+    let _ = sock.write_all(&out).await;
+    let _ = sock.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profiles
+// ---------------------------------------------------------------------------------------------
+
+/// A real profile captured from a Go program (tests/data/pprof).
+pub fn captured(name: &str) -> Vec<u8> {
+    std::fs::read(repo().join("tests/data/pprof").join(name)).expect("captured profile")
+}
+
+/// Sum of sample type `type_name` over samples with function `func` anywhere on the stack.
+pub fn cum_of(profile: &scraper::pprof::proto::Profile, type_name: &str, func: &str) -> i64 {
+    let s = |i: i64| profile.string_table[i as usize].as_str();
+    let Some(idx) = profile
+        .sample_type
+        .iter()
+        .position(|t| s(t.r#type) == type_name)
+    else {
+        return 0;
+    };
+    let fn_names: HashMap<u64, &str> = profile
+        .function
+        .iter()
+        .map(|f| (f.id, s(f.name)))
+        .collect();
+    let loc_fns: HashMap<u64, Vec<&str>> = profile
+        .location
+        .iter()
+        .map(|l| {
+            (
+                l.id,
+                l.line
+                    .iter()
+                    .filter_map(|ln| fn_names.get(&ln.function_id).copied())
+                    .collect(),
+            )
+        })
+        .collect();
+    profile
+        .sample
+        .iter()
+        .filter(|smp| {
+            smp.location_id
+                .iter()
+                .flat_map(|id| loc_fns.get(id).into_iter().flatten())
+                .any(|f| *f == func)
+        })
+        .map(|smp| smp.value[idx])
+        .sum()
+}
+
+/// Total of sample type `type_name`.
+pub fn total_of(profile: &scraper::pprof::proto::Profile, type_name: &str) -> i64 {
+    let s = |i: i64| profile.string_table[i as usize].as_str();
+    let Some(idx) = profile
+        .sample_type
+        .iter()
+        .position(|t| s(t.r#type) == type_name)
+    else {
+        return 0;
+    };
+    profile.sample.iter().map(|smp| smp.value[idx]).sum()
+}
+
+pub fn decode(raw: &[u8]) -> scraper::pprof::proto::Profile {
+    scraper::pprof::decode(raw, &scraper::pprof::Limits::default()).expect("valid profile")
+}
