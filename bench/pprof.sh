@@ -7,7 +7,7 @@
 #      Go Merge-based delta, Go hash-map delta, each on every pair;
 #   4. prints every line and, per pair and implementation, the median CPU ms per round.
 # Inputs: the generated narrow/wide pairs plus the real goapp and Prometheus heap pairs from
-# tests/data/pprof. Everything goes to $PPROF_BENCH_DATA (default target/pprof-bench).
+# bench/pprof-data. Everything goes to $PPROF_BENCH_DATA (default target/pprof-bench).
 #
 #   bench/pprof.sh [REPS]
 set -euo pipefail
@@ -24,9 +24,7 @@ go build -o "$data/pprofcheck" tests/go/pprofcheck/main.go
 if [ ! -f "$data/wide-heap-2.pb.gz" ]; then
   "$data/pprofgen" -out "$data"
 fi
-for p in goapp-heap prometheus-heap; do
-  cp tests/data/pprof/$p-1.pb.gz tests/data/pprof/$p-2.pb.gz "$data/"
-done
+cp bench/pprof-data/*.pb.gz "$data/"   # the real small pairs
 pairs=(goapp-heap prometheus-heap narrow-heap wide-heap)
 
 # Build once, then run the binaries directly: the tree may change while the benchmark runs.
@@ -61,24 +59,23 @@ for r in $(seq 1 "$reps"); do
   done
 done
 
-echo "==> median over repetitions of the per-round medians: CPU ms (wall ms), allocated MB"
-sort -k1,1 -k2,2 "$results" | awk '
-  function flush() {
-    if (key == "") return
-    n = split(cpus, c, " "); asort(c); m = c[int((n + 1) / 2)]
-    split(walls, w, " "); asort(w); mw = w[int((n + 1) / 2)]
-    split(mbs, b, " "); asort(b); mb = b[int((n + 1) / 2)]
-    printf "%-16s %-10s cpu_ms %9.2f  wall_ms %9.2f  alloc_mb %7.1f %s\n", k1, k2, m, mw, mb, extra
-  }
-  {
-    k = $1 " " $2
-    if (k != key) { flush(); key = k; k1 = $1; k2 = $2; cpus = ""; walls = ""; mbs = ""; extra = "" }
-    for (i = 3; i <= NF; i++) {
-      split($i, kv, "=")
-      if (kv[1] == "cpu_ms") cpus = cpus " " kv[2]
-      if (kv[1] == "wall_ms") walls = walls " " kv[2]
-      if (kv[1] == "alloc_mb") mbs = mbs " " kv[2]
-      if (kv[1] == "state_pct") extra = "state " kv[2] "% of raw"
-    }
-  }
-  END { flush() }'
+echo "==> medians over the repetitions of the per-round medians"
+med() { # lines field
+  echo "$1" | sed -n "s/.* $2=\([0-9.]*\).*/\1/p" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+for p in "${pairs[@]}"; do
+  declare -A cpu=()
+  for impl in rust-l6 rust-l1 go-merge go-map; do
+    lines="$(grep "^$p $impl " "$results" || true)"
+    [ -n "$lines" ] || continue
+    cpu[$impl]="$(med "$lines" cpu_ms)"
+    printf '%-16s %-9s cpu_ms %9s  wall_ms %9s  alloc_mb %7s  peak_rss_mb %7s  out_gz %8s' \
+      "$p" "$impl" "${cpu[$impl]}" "$(med "$lines" wall_ms)" "$(med "$lines" alloc_mb)" \
+      "$(med "$lines" peak_rss_mb)" "$(med "$lines" out_gz)"
+    case "$impl" in rust-*) printf '  state %s%% of raw' "$(med "$lines" state_pct)" ;; esac
+    echo
+  done
+  awk -v p="$p" -v r6="${cpu[rust-l6]}" -v r1="${cpu[rust-l1]}" -v gm="${cpu[go-merge]}" -v gh="${cpu[go-map]}" \
+    'BEGIN { printf "%-16s speed-up (CPU): vs go-merge %.1fx (level 1: %.1fx), vs go-map %.1fx (level 1: %.1fx)\n", p, gm / r6, gm / r1, gh / r6, gh / r1 }'
+  unset cpu
+done

@@ -4,8 +4,8 @@
 //! the series state size against the raw profile size.
 //!
 //! Inputs: every `<name>-1.pb.gz` / `<name>-2.pb.gz` pair in `$PPROF_BENCH_DATA` (bench/pprof.sh
-//! generates the large ones with bench/pprofgen and runs the Go baselines beside this), else the
-//! real goapp and Prometheus heap pairs in tests/data/pprof.
+//! puts the large generated ones there, from bench/pprofgen, and runs the Go baselines beside
+//! this), else the real goapp and Prometheus heap pairs in bench/pprof-data.
 //!
 //! Run: `cargo bench --bench pprof` (or bench/pprof.sh for the side-by-side comparison).
 //! Output lines match bench/pprofgo's, one per pair and gzip level.
@@ -89,13 +89,10 @@ fn median(v: &mut [u64]) -> u64 {
 }
 
 fn pairs() -> Vec<(String, PathBuf, PathBuf)> {
-    let (dir, only): (PathBuf, Option<Vec<&str>>) = match std::env::var_os("PPROF_BENCH_DATA") {
-        Some(d) => (PathBuf::from(d), None),
-        None => (
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pprof"),
-            Some(vec!["goapp-heap", "prometheus-heap"]),
-        ),
-    };
+    let dir = std::env::var_os("PPROF_BENCH_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/pprof-data"),
+        PathBuf::from,
+    );
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok())
@@ -103,7 +100,6 @@ fn pairs() -> Vec<(String, PathBuf, PathBuf)> {
             let n = e.file_name().to_string_lossy().into_owned();
             n.strip_suffix("-1.pb.gz").map(str::to_owned)
         })
-        .filter(|n| only.as_ref().is_none_or(|o| o.contains(&n.as_str())))
         .filter(|n| dir.join(format!("{n}-2.pb.gz")).is_file())
         .collect();
     names.sort();
@@ -205,7 +201,8 @@ fn main() {
     let levels: Vec<u32> = std::env::var("PPROF_BENCH_LEVELS")
         .ok()
         .map(|s| s.split(',').filter_map(|l| l.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![6, 1]);
+        // 1: the scrape path's default (DELTA_LEVEL); 6: gzip's default, what Go writes.
+        .unwrap_or_else(|| vec![1, 6]);
     let codec = std::env::var("PPROF_BENCH_CODEC").is_ok_and(|v| v == "1");
     for (name, old, new) in pairs() {
         let (old, new) = (

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod components;
 pub mod debug;
+pub mod discovery;
 pub mod httpclient;
 pub mod pprof;
 pub mod profiles;

@@ -253,15 +253,22 @@ async fn loops_and_delta_state_follow_target_identity() {
     );
     let n = server.requests("/seq").len();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(server.requests("/seq").len(), n, "a removed loop kept scraping");
+    assert_eq!(
+        server.requests("/seq").len(),
+        n,
+        "a removed loop kept scraping"
+    );
 
     run.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn targets_over_a_label_limit_are_down_and_not_scraped() {
-    let server =
-        FaultServer::start(vec![("/p", Behavior::Profile(captured("goapp-heap-1.pb.gz")))]).await;
+    let server = FaultServer::start(vec![(
+        "/p",
+        Behavior::Profile(captured("goapp-heap-1.pb.gz")),
+    )])
+    .await;
     let addr = server.addr.to_string();
     let rx = Arc::new(Receiver::new(Collect::default()));
     let target = labels(&[
@@ -290,11 +297,18 @@ async fn targets_over_a_label_limit_are_down_and_not_scraped() {
         Some(0.0)
     );
     assert_eq!(
-        metric(&m, "pyroscope_scrape_errors_total", &[("reason", "label_limit")]),
+        metric(
+            &m,
+            "pyroscope_scrape_errors_total",
+            &[("reason", "label_limit")]
+        ),
         Some(1.0)
     );
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(server.requests("/p").is_empty(), "over-limit target scraped");
+    assert!(
+        server.requests("/p").is_empty(),
+        "over-limit target scraped"
+    );
 
     // Raising the limit lets it be scraped.
     let mut a = args(vec![target], &rx, 1);
@@ -311,8 +325,11 @@ async fn targets_over_a_label_limit_are_down_and_not_scraped() {
 
 #[tokio::test]
 async fn nothing_is_scraped_before_run() {
-    let server =
-        FaultServer::start(vec![("/p", Behavior::Profile(captured("goapp-heap-1.pb.gz")))]).await;
+    let server = FaultServer::start(vec![(
+        "/p",
+        Behavior::Profile(captured("goapp-heap-1.pb.gz")),
+    )])
+    .await;
     let rx = Arc::new(Receiver::new(Collect::default()));
     let target = labels(&[
         ("__address__", &server.addr.to_string()),

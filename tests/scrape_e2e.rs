@@ -78,9 +78,7 @@ fn labels(r: &Received) -> BTreeMap<String, String> {
 async fn wait_for_types(rx: &PyroscopeReceiver, service: &str, timeout: Duration) -> bool {
     eventually(timeout, || async {
         let got = rx.received();
-        TYPES
-            .iter()
-            .all(|t| !of_type(&got, service, t).is_empty())
+        TYPES.iter().all(|t| !of_type(&got, service, t).is_empty())
     })
     .await
 }
@@ -151,10 +149,7 @@ async fn go_program_end_to_end() {
         scrapes - 1,
         "memory: the first scrape must not be sent ({mem_loop})"
     );
-    assert!(
-        mem_loop["last_outcome"] == "forwarded",
-        "{mem_loop}"
-    );
+    assert!(mem_loop["last_outcome"] == "forwarded", "{mem_loop}");
     assert!(mem_loop["delta_state_bytes"].as_u64().expect("bytes") > 0);
     for t in &debug {
         assert_eq!(t["health"], "up", "{t}");
@@ -260,7 +255,11 @@ async fn prometheus_as_a_third_party_target() {
     let got = rx.received();
     for t in TYPES {
         for r in of_type(&got, "prometheus", t) {
-            assert_eq!(labels(r), expected_labels(t, &addr, "prometheus", &[]), "{t}");
+            assert_eq!(
+                labels(r),
+                expected_labels(t, &addr, "prometheus", &[]),
+                "{t}"
+            );
             if let Err(e) = go_tool_pprof_raw(&r.raw) {
                 panic!("go tool pprof -raw rejects Prometheus' {t}: {e}");
             }
@@ -287,8 +286,9 @@ async fn local_config_prints_our_own_cpu_profile() {
     let scraper = Scraper::start(|addr| text.replace("127.0.0.1:12345", addr)).await;
     let printed = scraper
         .wait(Duration::from_secs(25), |s| {
-            s.output()
-                .contains("pyroscope.debug.console: profile #1 process_cpu service_name=\"scraper\"")
+            s.output().contains(
+                "pyroscope.debug.console: profile #1 process_cpu service_name=\"scraper\"",
+            )
         })
         .await;
     assert!(
@@ -301,7 +301,10 @@ async fn local_config_prints_our_own_cpu_profile() {
     assert!(out.contains("  sample types: samples/count"), "{out}");
     assert!(out.contains("__name__=\"process_cpu\""), "{out}");
     let debug = scraper.component("pyroscope.debug.console").await;
-    assert!(debug["debugInfo"]["printed_total"].as_u64() >= Some(1), "{debug}");
+    assert!(
+        debug["debugInfo"]["printed_total"].as_u64() >= Some(1),
+        "{debug}"
+    );
     let targets = scraper.targets("pyroscope.scrape.self").await;
     assert_eq!(targets.len(), 1, "only process_cpu is enabled: {targets:?}");
     assert_eq!(targets[0]["health"], "up");
@@ -354,7 +357,11 @@ fn seed_config_is_accepted() {
         rule: Vec<Rule>,
     }
     fn obj(k: &str) -> Value {
-        Value::Object([(k.to_string(), Value::Array(vec![]))].into_iter().collect())
+        Value::Object(
+            [(k.to_string(), Value::Array(vec![]))]
+                .into_iter()
+                .collect(),
+        )
     }
     macro_rules! stub {
         ($name:ident, $args:ty, $export:literal) => {
@@ -391,7 +398,8 @@ fn seed_config_is_accepted() {
     }
     let path = scrape_support::repo().join("config/seed-otel-collector.alloy");
     let src = std::fs::read_to_string(&path).expect("seed config");
-    let corpus = scrape_support::repo().join("../shared/alloy-corpus/profiling/seed-otel-collector.alloy");
+    let corpus =
+        scrape_support::repo().join("../shared/alloy-corpus/profiling/seed-otel-collector.alloy");
     if let Ok(original) = std::fs::read_to_string(corpus) {
         assert_eq!(src, original, "config/ copy differs from the corpus file");
     }

@@ -13,7 +13,8 @@ use support::pyroscope_receiver::PyroscopeReceiver;
 /// (path, behaviour, expected reason, expected text in last_error)
 fn faults() -> Vec<(&'static str, Behavior, &'static str, &'static str)> {
     let profile = captured("goapp-heap-1.pb.gz");
-    let html = b"<!DOCTYPE html>\n<html><head><title>Login</title></head><body></body></html>".to_vec();
+    let html =
+        b"<!DOCTYPE html>\n<html><head><title>Login</title></head><body></body></html>".to_vec();
     let json = br#"{"status": "error", "error": "profiling disabled"}"#.to_vec();
     vec![
         (
@@ -91,12 +92,7 @@ fn faults() -> Vec<(&'static str, Behavior, &'static str, &'static str)> {
             "timeout",
             "scrape timed out after 1s",
         ),
-        (
-            "/reset",
-            Behavior::Reset,
-            "connection",
-            "request failed: ",
-        ),
+        ("/reset", Behavior::Reset, "connection", "request failed: "),
     ]
 }
 
@@ -109,10 +105,8 @@ fn target(addr: &str, path: &str, service: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faulty_targets_are_down_with_reasons_and_healthy_ones_keep_their_cadence() {
     let profile = captured("goapp-heap-1.pb.gz");
-    let mut routes: Vec<(&'static str, Behavior)> = faults()
-        .into_iter()
-        .map(|(p, b, _, _)| (p, b))
-        .collect();
+    let mut routes: Vec<(&'static str, Behavior)> =
+        faults().into_iter().map(|(p, b, _, _)| (p, b)).collect();
     routes.push(("/ok-a", Behavior::Profile(profile.clone())));
     routes.push(("/ok-b", Behavior::Profile(profile.clone())));
     routes.push((
@@ -205,7 +199,10 @@ pyroscope.scrape "slow" {{
         assert_eq!(t["last_error_reason"], reason, "{path}: {t}");
         let err = t["last_error"].as_str().unwrap_or("");
         eprintln!("{path}: {reason}: {err}");
-        assert!(err.contains(text), "{path}: {err:?} should contain {text:?}");
+        assert!(
+            err.contains(text),
+            "{path}: {err:?} should contain {text:?}"
+        );
     }
     let refused_t = find("refused");
     assert_eq!(refused_t["last_error_reason"], "connection", "{refused_t}");
@@ -229,7 +226,10 @@ pyroscope.scrape "slow" {{
         let n = metric(
             &m,
             "pyroscope_scrape_errors_total",
-            &[("component_id", "pyroscope.scrape.faults"), ("reason", reason)],
+            &[
+                ("component_id", "pyroscope.scrape.faults"),
+                ("reason", reason),
+            ],
         );
         assert!(n >= Some(1.0), "no {reason} errors counted:\n{m}");
     }
@@ -259,7 +259,10 @@ pyroscope.scrape "slow" {{
         assert!(gaps.len() >= 6, "{ok}: too few scrapes: {gaps:?}");
         let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
         eprintln!("{ok}: {} gaps, mean {mean:.3}s: {gaps:.3?}", gaps.len());
-        assert!((mean - 1.0).abs() < 0.1, "{ok}: mean gap {mean:.3}s: {gaps:?}");
+        assert!(
+            (mean - 1.0).abs() < 0.1,
+            "{ok}: mean gap {mean:.3}s: {gaps:?}"
+        );
         assert!(
             gaps.iter().all(|g| (0.6..1.4).contains(g)),
             "{ok}: gaps {gaps:?}"
@@ -284,8 +287,10 @@ pyroscope.scrape "slow" {{
         .iter()
         .filter_map(|r| r.label("service_name").map(str::to_string))
         .collect();
-    let want: std::collections::BTreeSet<String> =
-        ["ok-a", "ok-b", "slow"].iter().map(|s| s.to_string()).collect();
+    let want: std::collections::BTreeSet<String> = ["ok-a", "ok-b", "slow"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     assert_eq!(services, want);
 
     // Failures are logged once when they start, not on every scrape.

@@ -1,8 +1,9 @@
-//! The command line: `scraper run | check | fmt | pprof | version`.
+//! The command line: `scraper run | check | fmt | pprof | relabel | version`.
 
 mod check;
 mod fmt;
 mod pprof;
+mod relabel;
 mod run;
 
 use std::path::PathBuf;
@@ -45,6 +46,8 @@ enum Command {
         #[command(subcommand)]
         command: pprof::PprofCommand,
     },
+    /// Run a discovery.relabel block of a config file over targets given as JSON.
+    Relabel(relabel::RelabelArgs),
     /// Print the version.
     Version,
 }
@@ -70,6 +73,7 @@ pub fn main() -> ExitCode {
         Command::Check { files } => Ok(check::check(&files)),
         Command::Fmt { write, files } => Ok(fmt::fmt(&files, write)),
         Command::Pprof { command } => pprof::run(command),
+        Command::Relabel(args) => relabel::relabel(args),
         Command::Version => {
             println!("scraper, version v{}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

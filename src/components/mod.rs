@@ -12,4 +12,5 @@ pub fn builtin() -> Registry {
         .with(Registration::new::<crate::write::Write>("pyroscope.write"))
         .with(Registration::new::<crate::scrape::Scrape>("pyroscope.scrape"))
         .with(Registration::new::<crate::debug::Debug>("pyroscope.debug"))
+        .with(Registration::new::<crate::discovery::relabel::Relabel>("discovery.relabel"))
 }

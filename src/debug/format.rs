@@ -108,7 +108,12 @@ pub fn summarize(profile: &Profile, top: usize) -> Summary {
     s.samples = p.sample.len();
     s.duration_nanos = p.duration_nanos;
     if let Some(pt) = &p.period_type {
-        s.period = format!("{} {}/{}", p.period, string(&p, pt.r#type), string(&p, pt.unit));
+        s.period = format!(
+            "{} {}/{}",
+            p.period,
+            string(&p, pt.r#type),
+            string(&p, pt.unit)
+        );
     }
     let idx = default_value_index(&p);
     s.ranked_by = s.sample_types.get(idx).cloned().unwrap_or_default();
@@ -130,7 +135,8 @@ pub fn summarize(profile: &Profile, top: usize) -> Summary {
                 l.line
                     .iter()
                     .map(|ln| {
-                        let (name, file) = functions.get(&ln.function_id).copied().unwrap_or(("?", ""));
+                        let (name, file) =
+                            functions.get(&ln.function_id).copied().unwrap_or(("?", ""));
                         (name.to_string(), format!("{file}:{}", ln.line))
                     })
                     .collect()
@@ -205,7 +211,11 @@ pub fn render(component: &str, seq: u64, s: &Summary, verbosity: Verbosity) -> S
     let _ = write!(
         out,
         "{component}: profile #{seq} {} service_name={:?} instance={:?} {} bytes",
-        if name.is_empty() { "(no __name__)" } else { name },
+        if name.is_empty() {
+            "(no __name__)"
+        } else {
+            name
+        },
         label(s, "service_name"),
         label(s, "instance"),
         s.bytes,

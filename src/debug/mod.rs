@@ -221,8 +221,16 @@ mod tests {
 
     fn cpu_profile() -> Vec<u8> {
         let strings: Vec<String> = [
-            "", "samples", "count", "cpu", "nanoseconds", "main.work", "main.go", "main.main",
-            "runtime.main", "main.idle",
+            "",
+            "samples",
+            "count",
+            "cpu",
+            "nanoseconds",
+            "main.work",
+            "main.go",
+            "main.main",
+            "runtime.main",
+            "main.idle",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -287,7 +295,10 @@ mod tests {
         assert_eq!(s.sample_types, ["samples/count", "cpu/nanoseconds"]);
         assert_eq!(s.totals, [100, 1_000_000_000]);
         assert_eq!(s.ranked_by, "cpu/nanoseconds");
-        assert_eq!(s.top_stacks[0].frames, ["main.work", "main.main", "runtime.main"]);
+        assert_eq!(
+            s.top_stacks[0].frames,
+            ["main.work", "main.main", "runtime.main"]
+        );
         assert_eq!(s.top_stacks[0].percent, 75.0);
 
         let text = render("pyroscope.debug.x", 1, &s, Verbosity::Normal);
@@ -306,7 +317,10 @@ mod tests {
         let basic = render("d", 1, &s, Verbosity::Basic);
         assert_eq!(basic.lines().count(), 1, "{basic}");
         let detailed = render("d", 1, &s, Verbosity::Detailed);
-        assert!(detailed.contains("        main.work main.go:10"), "{detailed}");
+        assert!(
+            detailed.contains("        main.work main.go:10"),
+            "{detailed}"
+        );
 
         let bad = Profile::new(vec![], b"\x1f\x8bnot really".to_vec());
         let text = render("d", 2, &summarize(&bad, 5), Verbosity::Normal);
@@ -358,7 +372,13 @@ mod tests {
         assert_eq!(info["received_total"], (QUEUE + 10) as u64);
         assert_eq!(info["dropped_total"], 10);
         let text = d.show(&profile());
-        assert!(text.starts_with("pyroscope.debug.t: profile #1 process_cpu"), "{text}");
-        assert_eq!(d.debug_info().expect("info")["recent"][0]["labels"]["service_name"], "app");
+        assert!(
+            text.starts_with("pyroscope.debug.t: profile #1 process_cpu"),
+            "{text}"
+        );
+        assert_eq!(
+            d.debug_info().expect("info")["recent"][0]["labels"]["service_name"],
+            "app"
+        );
     }
 }

@@ -25,7 +25,9 @@ mod validate;
 mod view;
 mod wire;
 
-pub use codec::{DEFAULT_LEVEL, DEFAULT_MAX_DECOMPRESSED, Limits, decode, encode, gunzip, gzip};
+pub use codec::{
+    DEFAULT_LEVEL, DEFAULT_MAX_DECOMPRESSED, DELTA_LEVEL, Limits, decode, encode, gunzip, gzip,
+};
 pub use delta::{
     Cumulative, DeltaEngine, DeltaOptions, DeltaOutcome, DeltaStats, DeltaStore, ResetReason,
     SeriesState,

@@ -6,6 +6,12 @@
 //! Every table is validated as it is resolved (same rules as `validate.rs`); samples are
 //! validated when read with [`Tables::read_sample`]. All vectors are kept between calls (they
 //! are cleared, not freed), so steady-state scrapes allocate almost nothing here.
+//!
+//! Memory: nothing is reserved from a length field; every vector grows by one entry per entry
+//! actually present. Entries are bigger than their smallest encoding, so the worst case
+//! (crafted input made of minimal entries) is about 10 bytes of tables per input byte, and
+//! [`Limits`](super::Limits) on the decompressed size is what bounds it. Entries that are
+//! invalid on their own (id 0) are rejected as soon as they are read.
 
 use std::collections::HashMap;
 
@@ -214,7 +220,9 @@ impl Tables {
                 3 => {
                     r.expect_len(field, wt)?;
                     let mut m = r.message()?;
-                    self.mappings.push(mapping(&mut m)?);
+                    let rec = mapping(&mut m)?;
+                    nonzero("mapping", rec.id)?;
+                    self.mappings.push(rec);
                 }
                 4 => {
                     r.expect_len(field, wt)?;
@@ -224,7 +232,9 @@ impl Tables {
                 5 => {
                     r.expect_len(field, wt)?;
                     let mut m = r.message()?;
-                    self.functions.push(function(&mut m)?);
+                    let rec = function(&mut m)?;
+                    nonzero("function", rec.id)?;
+                    self.functions.push(rec);
                 }
                 6 => {
                     r.expect_len(field, wt)?;
@@ -297,13 +307,22 @@ impl Tables {
                 4 => {
                     m.expect_len(field, wt)?;
                     let mut l = m.message()?;
-                    self.lines.push(line(&mut l)?);
+                    let rec = line(&mut l)?;
+                    if rec.function_id == 0 {
+                        // Function ids are never 0, so this line cannot resolve (see nonzero()).
+                        return Err(PprofError::UnknownFunction {
+                            location: loc.id,
+                            id: 0,
+                        });
+                    }
+                    self.lines.push(rec);
                 }
                 5 => loc.is_folded = m.scalar(field, wt)? != 0,
                 _ => m.skip(wt, field, NESTED)?,
             }
         }
         loc.lines_end = self.lines.len() as u32;
+        nonzero("location", loc.id)?;
         self.locations.push(loc);
         Ok(())
     }
@@ -464,6 +483,15 @@ impl Tables {
         }
         Ok(())
     }
+}
+
+/// Rejects an entry without an id as soon as it is read: a table entry costs more memory than
+/// its smallest encoding, so a flood of empty entries must not be collected first.
+fn nonzero(kind: &'static str, id: u64) -> Result<()> {
+    if id == 0 {
+        return Err(PprofError::ZeroId { kind });
+    }
+    Ok(())
 }
 
 fn value_type(m: &mut Reader<'_>, mut vt: ValueType) -> Result<ValueType> {

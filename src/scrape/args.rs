@@ -176,20 +176,30 @@ mod tests {
     #[test]
     fn validation_messages_are_alloys() {
         let cases: &[(&str, Option<&str>)] = &[
-            ("scrape_timeout = \"0s\"", Some("scrape_timeout must be greater than 0")),
+            (
+                "scrape_timeout = \"0s\"",
+                Some("scrape_timeout must be greater than 0"),
+            ),
             (
                 "scrape_interval = \"1s\"",
                 Some("scrape_interval must be at least 2 seconds when using delta profiling"),
             ),
             (
                 "scrape_interval = \"10s\"",
-                Some("delta_profiling_duration must be at least 1 second smaller than scrape_interval"),
+                Some(
+                    "delta_profiling_duration must be at least 1 second smaller than scrape_interval",
+                ),
             ),
             (
                 "scrape_interval = \"10s\"\ndelta_profiling_duration = \"1s\"",
-                Some("delta_profiling_duration must be larger than 1 second when using delta profiling"),
+                Some(
+                    "delta_profiling_duration must be larger than 1 second when using delta profiling",
+                ),
             ),
-            ("scrape_interval = \"10s\"\ndelta_profiling_duration = \"9s\"", None),
+            (
+                "scrape_interval = \"10s\"\ndelta_profiling_duration = \"9s\"",
+                None,
+            ),
             // Without a delta type enabled, the interval is free.
             (
                 "scrape_interval = \"1s\"\nprofiling_config {\n  profile.process_cpu {\n    enabled = false\n  }\n}",
@@ -197,7 +207,9 @@ mod tests {
             ),
             (
                 "bearer_token = \"a\"\nbasic_auth {\n  username = \"u\"\n}",
-                Some("at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file must be configured"),
+                Some(
+                    "at most one of basic_auth, authorization, oauth2, bearer_token & bearer_token_file must be configured",
+                ),
             ),
             ("clustering {\n  enabled = true\n}", None),
             ("clustering {\n}", Some("enabled")),

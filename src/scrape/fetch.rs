@@ -74,7 +74,9 @@ async fn fetch_inner(req: &FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
     {
         return Err(ScrapeError::new(
             Reason::BodyTooLarge,
-            format!("response body of {len} bytes (Content-Length) exceeds body_size_limit ({limit} bytes); not read"),
+            format!(
+                "response body of {len} bytes (Content-Length) exceeds body_size_limit ({limit} bytes); not read"
+            ),
         ));
     }
     let hint = resp

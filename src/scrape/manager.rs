@@ -125,7 +125,9 @@ impl Manager {
             };
             match &target.blocked {
                 Some(e) => {
-                    if handle.stop().is_some() || handle.shared.status().last_error.as_ref() != Some(e) {
+                    if handle.stop().is_some()
+                        || handle.shared.status().last_error.as_ref() != Some(e)
+                    {
                         tracing::warn!(url = %target.scrape.url, err = %e, "target not scraped");
                         self.metrics.error(Reason::LabelLimit);
                     }
@@ -188,7 +190,10 @@ impl Manager {
     /// Stops every loop; returns their tasks to await.
     pub fn stop_all(&mut self) -> Vec<JoinHandle<()>> {
         self.runtime = None;
-        self.loops.values_mut().filter_map(LoopHandle::stop).collect()
+        self.loops
+            .values_mut()
+            .filter_map(LoopHandle::stop)
+            .collect()
     }
 
     /// Removes every target series (the component exits).

@@ -160,7 +160,10 @@ impl Scrape {
 }
 
 fn warn_clustering(id: &str, old: Option<&ScrapeOptions>, new: &ScrapeOptions) {
-    let enabled = |o: Option<&ScrapeOptions>| o.and_then(|o| o.clustering.as_ref()).is_some_and(|c| c.enabled);
+    let enabled = |o: Option<&ScrapeOptions>| {
+        o.and_then(|o| o.clustering.as_ref())
+            .is_some_and(|c| c.enabled)
+    };
     if enabled(Some(new)) && !enabled(old) {
         tracing::warn!(component = %id, "clustering is not supported: this instance scrapes every target it is given; shard targets with hashmod relabeling instead");
     }

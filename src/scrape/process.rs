@@ -228,7 +228,9 @@ mod tests {
         assert_eq!(err.reason, Reason::InvalidProfile);
         assert!(err.message.starts_with("invalid profile: "), "{err}");
         // The delta path rejects it too, and keeps its state.
-        let err = p.process(true, truncated, &mut state).expect_err("truncated");
+        let err = p
+            .process(true, truncated, &mut state)
+            .expect_err("truncated");
         assert_eq!(err.reason, Reason::InvalidProfile);
         assert!(state.is_none());
         let garbage = Bytes::from_static(b"\x0a\x05hello\x12\xff\xff\xff");

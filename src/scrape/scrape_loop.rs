@@ -365,7 +365,10 @@ mod tests {
         let interval = s(15);
         // Phase 5 s (hash 5e9 mod 15e9).
         let hash = 5_000_000_000u64;
-        assert_eq!(first_delay(hash, interval, s(1_000_000_000)), s(15) - s(10) + s(5));
+        assert_eq!(
+            first_delay(hash, interval, s(1_000_000_000)),
+            s(15) - s(10) + s(5)
+        );
         for now_ms in [0u64, 1, 4_999, 5_000, 5_001, 14_999, 123_456_789] {
             let now = Duration::from_millis(now_ms);
             let d = first_delay(hash, interval, now);

@@ -81,7 +81,8 @@ impl ScrapeTarget {
     /// Whether what is forwarded is a delta of a cumulative profile, and so carries
     /// `__delta__="false"` (the backend must not subtract again).
     pub fn already_delta(&self) -> bool {
-        is_cumulative(&self.profile_name) && (self.godeltaprof || self.has_seconds || self.client_delta())
+        is_cumulative(&self.profile_name)
+            && (self.godeltaprof || self.has_seconds || self.client_delta())
     }
 
     /// The labels every forwarded profile of this target carries: all target labels, plus
@@ -242,14 +243,19 @@ pub fn plan(
                 }
                 Some(&i) => {
                     let kept = &out.targets[i];
-                    let type_name = |t: &ScrapeTarget| t.labels.get(NAME).cloned().unwrap_or_default();
+                    let type_name =
+                        |t: &ScrapeTarget| t.labels.get(NAME).cloned().unwrap_or_default();
                     if type_name(kept) == type_name(&t) {
                         out.duplicates += 1;
                         continue;
                     }
                     let url = kept.url.clone();
                     let kept_name = type_name(kept);
-                    match out.collisions.iter_mut().find(|c| c.url == url && c.kept == kept_name) {
+                    match out
+                        .collisions
+                        .iter_mut()
+                        .find(|c| c.url == url && c.kept == kept_name)
+                    {
                         Some(c) => c.dropped.push(type_name(&t)),
                         None => out.collisions.push(Collision {
                             url,
@@ -863,7 +869,10 @@ mod tests {
                 &s,
             )
             .expect("targets");
-            assert_eq!(ts[0].url, "http://a:1/debug/pprof/profile?debug=1&seconds=14");
+            assert_eq!(
+                ts[0].url,
+                "http://a:1/debug/pprof/profile?debug=1&seconds=14"
+            );
         }
 
         // Fixed: a bad target is reported alone; the others are scraped (Alloy drops the whole

@@ -80,11 +80,7 @@ pub fn validate_body(data: &[u8], content_type: Option<&str>) -> Result<(), Scra
     }
     let wire_type = data[0] & 0x07;
     if wire_type >= 6 {
-        let hex: String = data
-            .iter()
-            .take(16)
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hex: String = data.iter().take(16).map(|b| format!("{b:02x}")).collect();
         return Err(ScrapeError::new(
             Reason::InvalidProfile,
             format!(
@@ -145,33 +141,62 @@ mod tests {
             // Field 1 (sample_type), wire type 2.
             (b"\x0a\x04abcd", OCTET, None),
             (b"", OCTET, Some((Reason::EmptyBody, "empty response"))),
-            (b"\x1f\x8b\x08", None, Some((Reason::ContentType, "missing Content-Type header"))),
+            (
+                b"\x1f\x8b\x08",
+                None,
+                Some((Reason::ContentType, "missing Content-Type header")),
+            ),
             (
                 b"\x1f\x8b\x08",
                 Some("text/html; charset=utf-8"),
-                Some((Reason::ContentType, "unexpected Content-Type text/html; charset=utf-8")),
+                Some((
+                    Reason::ContentType,
+                    "unexpected Content-Type text/html; charset=utf-8",
+                )),
             ),
             (b"\x1f\x8b\x08", Some("application/octet-stream; x=y"), None),
             (
                 b"\n  <!DOCTYPE html><html>",
                 OCTET,
-                Some((Reason::NotPprof, "text response instead of pprof: \"\\n  <!DOCTYPE html>")),
+                Some((
+                    Reason::NotPprof,
+                    "text response instead of pprof: \"\\n  <!DOCTYPE html>",
+                )),
             ),
-            (b"<html><body>oops</body></html>", OCTET, Some((Reason::NotPprof, "text response"))),
-            (b"<TITLE>x</TITLE>", OCTET, Some((Reason::NotPprof, "text response"))),
+            (
+                b"<html><body>oops</body></html>",
+                OCTET,
+                Some((Reason::NotPprof, "text response")),
+            ),
+            (
+                b"<TITLE>x</TITLE>",
+                OCTET,
+                Some((Reason::NotPprof, "text response")),
+            ),
             (
                 b"  {\"error\": \"not found\", \"code\": 404}",
                 OCTET,
                 Some((Reason::NotPprof, "text response")),
             ),
-            (b"[1, 2, 3, 4, 5, 6, 7, 8, 9]", OCTET, Some((Reason::NotPprof, "text response"))),
+            (
+                b"[1, 2, 3, 4, 5, 6, 7, 8, 9]",
+                OCTET,
+                Some((Reason::NotPprof, "text response")),
+            ),
             // Short JSON is left to the decoder, as in Alloy.
             (b"{\"a\":1, \"b\":2}", OCTET, None),
-            (b"\x0a", OCTET, Some((Reason::InvalidProfile, "data too short"))),
+            (
+                b"\x0a",
+                OCTET,
+                Some((Reason::InvalidProfile, "data too short")),
+            ),
             (
                 b"\xff\xfe\xfd\xfc garbage",
                 OCTET,
-                Some((Reason::InvalidProfile, "illegal wireType 7 (expected 0-5), first bytes: fffefdfc")),
+                Some((
+                    Reason::InvalidProfile,
+                    "illegal wireType 7 (expected 0-5), first bytes: fffefdfc",
+                )),
             ),
         ];
         for (body, ct, want) in cases {
@@ -180,7 +205,10 @@ mod tests {
                 (Ok(()), None) => {}
                 (Err(e), Some((reason, text))) => {
                     assert_eq!(e.reason, *reason, "{body:?}: {e}");
-                    assert!(e.message.contains(text), "{body:?}: {e} should contain {text:?}");
+                    assert!(
+                        e.message.contains(text),
+                        "{body:?}: {e} should contain {text:?}"
+                    );
                 }
                 (got, want) => panic!("{body:?}: got {got:?}, want {want:?}"),
             }
@@ -200,7 +228,10 @@ mod tests {
             b"Could not enable CPU profiling: cpu profiling already in use\n",
         );
         assert_eq!(e.reason, Reason::ProfilingInUse);
-        assert!(e.message.contains("already in use by another profiler"), "{e}");
+        assert!(
+            e.message.contains("already in use by another profiler"),
+            "{e}"
+        );
         let long = vec![b'x'; 10_000];
         assert!(status_error(502, "", &long).message.len() < ERROR_BODY_PREVIEW + 64);
     }

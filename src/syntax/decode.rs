@@ -106,7 +106,7 @@ pub fn from_body_at<T: DeserializeOwned>(
         capsule_reset(mark);
         let located = match res {
             Ok(v) => {
-                errors.extend(ctx.collected.borrow_mut().drain(..));
+                ctx.keep_collected(&mut errors);
                 if errors.is_empty() {
                     return Ok(v);
                 }
@@ -114,6 +114,8 @@ pub fn from_body_at<T: DeserializeOwned>(
             }
             Err(e) => e.located_at(span, &[]),
         };
+        // Unknown names found on the way are real errors whatever happens to this round.
+        ctx.keep_collected(&mut errors);
         let Located {
             diag,
             stmt,
@@ -143,7 +145,14 @@ pub fn from_body_at<T: DeserializeOwned>(
                 }
             }
         }
-        errors.push(diag);
+        // An error about a whole block (a `try_from` validation) after one of its statements was
+        // hidden is most likely caused by the default that took the hidden statement's place
+        // (`action = "Replace"` hidden, then "replace action requires 'target_label'"): the real
+        // error is already recorded, so this one is not.
+        let consequence = stmt.as_ref().is_some_and(|p| ctx.hides_inside(p));
+        if !consequence {
+            errors.push(diag);
+        }
         match stmt {
             Some(p) if !p.is_empty() && !ctx.hidden.contains(&p) => {
                 ctx.hidden.insert(p);
@@ -151,7 +160,7 @@ pub fn from_body_at<T: DeserializeOwned>(
             _ => break,
         }
     }
-    errors.extend(ctx.collected.borrow_mut().drain(..));
+    ctx.keep_collected(&mut errors);
     Err(finish(errors))
 }
 
@@ -397,6 +406,22 @@ struct Ctx {
 impl Ctx {
     fn collect(&self, d: Diagnostic) {
         self.collected.borrow_mut().push(d);
+    }
+
+    /// Moves this round's collected errors into `errors`, skipping ones an earlier round found.
+    fn keep_collected(&self, errors: &mut Vec<Diagnostic>) {
+        for d in self.collected.borrow_mut().drain(..) {
+            if !errors.contains(&d) {
+                errors.push(d);
+            }
+        }
+    }
+
+    /// Whether a statement strictly inside `block` is hidden.
+    fn hides_inside(&self, block: &[StmtId]) -> bool {
+        self.hidden
+            .iter()
+            .any(|p| p.len() > block.len() && p.starts_with(block))
     }
 }
 
@@ -2411,7 +2436,8 @@ profiling_config {
             #[allow(dead_code)]
             interval: Duration,
         }
-        #[derive(Deserialize)]
+        #[derive(Deserialize, Default)]
+        #[serde(default)]
         struct Raw {
             interval: Duration,
         }
@@ -2438,6 +2464,15 @@ profiling_config {
         assert_eq!(
             err::<Outer>("\ninner {\n  interval = \"1s\"\n}\n"),
             ["2:1: scrape_interval must be at least 2 seconds"]
+        );
+        // Once a bad statement of the block is set aside, a validation failure of the block is
+        // the default's doing and is not reported; unknown names found meanwhile are kept.
+        assert_eq!(
+            err::<Outer>("inner {\n  interval = 1\n  x = 1\n}\n"),
+            [
+                "2:14: 1 time: missing unit in duration \"1\"",
+                "3:3: unrecognized attribute name \"x\""
+            ]
         );
     }
 

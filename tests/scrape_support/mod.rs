@@ -132,7 +132,13 @@ pub fn prometheus() -> Option<PathBuf> {
         *tried = true;
         eprintln!("prometheus is missing: apt-get install -y prometheus");
         let _ = Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends", "prometheus"])
+            .args([
+                "install",
+                "-y",
+                "-qq",
+                "--no-install-recommends",
+                "prometheus",
+            ])
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status();
     }
@@ -165,7 +171,10 @@ pub async fn start_prometheus(bin: &Path, dir: &Path) -> (Proc, String) {
     let log = std::fs::File::create(dir.join("prometheus.log")).expect("log");
     let child = Command::new(bin)
         .arg(format!("--config.file={}", config.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("tsdb").display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
         .arg(format!("--web.listen-address={addr}"))
         .stdout(Stdio::null())
         .stderr(log)
@@ -581,11 +590,7 @@ pub fn cum_of(profile: &scraper::pprof::proto::Profile, type_name: &str, func: &
     else {
         return 0;
     };
-    let fn_names: HashMap<u64, &str> = profile
-        .function
-        .iter()
-        .map(|f| (f.id, s(f.name)))
-        .collect();
+    let fn_names: HashMap<u64, &str> = profile.function.iter().map(|f| (f.id, s(f.name))).collect();
     let loc_fns: HashMap<u64, Vec<&str>> = profile
         .location
         .iter()

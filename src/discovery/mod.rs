@@ -1,0 +1,11 @@
+//! discovery components: targets in, targets out.
+//!
+//! A target is a set of labels (`list(map(string))` in Alloy); `__address__` and the other `__`
+//! labels tell a scrape component where and how to scrape, the rest become the profile's
+//! labels. Every component here takes targets and/or produces them under an export field, so
+//! they chain: `discovery.kubernetes` → `discovery.relabel` → `pyroscope.scrape`.
+//!
+//! * [`relabel`]: `discovery.relabel`, the relabel engine (`crate::relabel`) applied to a
+//!   target list.
+
+pub mod relabel;
