@@ -49,7 +49,9 @@ results="$data/results.txt"
 : > "$results"
 for r in $(seq 1 "$reps"); do
   echo "==> repetition $r of $reps"
-  PPROF_BENCH_DATA="$data" "$bench_bin" | tee -a "$results"
+  for p in "${pairs[@]}"; do
+    PPROF_BENCH_DATA="$data" PPROF_BENCH_ONLY="$p" "$bench_bin" | tee -a "$results"
+  done
   for algo in merge map; do
     for p in "${pairs[@]}"; do
       n=5
@@ -72,7 +74,8 @@ for p in "${pairs[@]}"; do
     printf '%-16s %-9s cpu_ms %9s  wall_ms %9s  alloc_mb %7s  peak_rss_mb %7s  out_gz %8s' \
       "$p" "$impl" "${cpu[$impl]}" "$(med "$lines" wall_ms)" "$(med "$lines" alloc_mb)" \
       "$(med "$lines" peak_rss_mb)" "$(med "$lines" out_gz)"
-    case "$impl" in rust-*) printf '  state %s%% of raw' "$(med "$lines" state_pct)" ;; esac
+    printf '  state_kb %8s' "$(med "$lines" state_kb)"
+    case "$impl" in rust-*) printf ' (%s%% of raw)' "$(med "$lines" state_pct)" ;; esac
     echo
   done
   awk -v p="$p" -v r6="${cpu[rust-l6]}" -v r1="${cpu[rust-l1]}" -v gm="${cpu[go-merge]}" -v gh="${cpu[go-map]}" \

@@ -8,7 +8,9 @@
 //! this), else the real goapp and Prometheus heap pairs in bench/pprof-data.
 //!
 //! Run: `cargo bench --bench pprof` (or bench/pprof.sh for the side-by-side comparison).
-//! Output lines match bench/pprofgo's, one per pair and gzip level.
+//! Output lines match bench/pprofgo's, one per pair and gzip level. Environment:
+//! `PPROF_BENCH_ONLY=a,b` (pairs), `PPROF_BENCH_LEVELS=1,6` (gzip levels),
+//! `PPROF_BENCH_CODEC=1` (also time gunzip and gzip of the whole profile).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
@@ -93,6 +95,8 @@ fn pairs() -> Vec<(String, PathBuf, PathBuf)> {
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/pprof-data"),
         PathBuf::from,
     );
+    // One process per pair gives each its own peak RSS (bench/pprof.sh does that).
+    let only = std::env::var("PPROF_BENCH_ONLY").ok();
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok())
@@ -101,6 +105,7 @@ fn pairs() -> Vec<(String, PathBuf, PathBuf)> {
             n.strip_suffix("-1.pb.gz").map(str::to_owned)
         })
         .filter(|n| dir.join(format!("{n}-2.pb.gz")).is_file())
+        .filter(|n| only.as_ref().is_none_or(|o| o.split(',').any(|x| x == n)))
         .collect();
     names.sort();
     names

@@ -4,13 +4,20 @@
 # as it is; a crash leaves its input in fuzz/artifacts/<target>/ and fails the script.
 #
 # cargo-fuzz needs nightly-only rustc flags (sanitizers, coverage); RUSTC_BOOTSTRAP=1 lets the
-# stable toolchain accept them. Installs cargo-fuzz when it is missing.
+# stable toolchain accept them. Installs cargo-fuzz when it is missing; libFuzzer itself is
+# compiled from source by libfuzzer-sys, which needs a C++ compiler (g++). The first build
+# compiles the whole dependency tree instrumented (~10 minutes on 2 cores); later runs reuse it.
 #
 #   fuzz/run.sh 60
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-60}"
 export RUSTC_BOOTSTRAP=1
+# Instrumented builds must not share artifacts with the main build: under CI's shared
+# CARGO_TARGET_DIR use a subdirectory of it, else cargo-fuzz's default (fuzz/target).
+if [ -n "${CARGO_TARGET_DIR:-}" ]; then
+  export CARGO_TARGET_DIR="$CARGO_TARGET_DIR/fuzz"
+fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install --locked cargo-fuzz
 fi

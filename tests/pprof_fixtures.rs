@@ -173,3 +173,79 @@ fn damaged_real_profiles_are_errors_not_panics() {
         Err(PprofError::TooLarge { limit: 1000 })
     );
 }
+
+#[test]
+fn cli_commands() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/pprof");
+    let run = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_scraper"))
+            .arg("pprof")
+            .args(args)
+            .output()
+            .expect("run scraper")
+    };
+    let (old, new) = (
+        data.join("goapp-heap-1.pb.gz"),
+        data.join("goapp-heap-2.pb.gz"),
+    );
+    let out = dir.path().join("delta.pb.gz");
+    let o = run(&[
+        "delta".as_ref(),
+        old.as_os_str(),
+        new.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--level".as_ref(),
+        "1".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d = dec(&std::fs::read(&out).expect("delta written"));
+    assert!(!d.sample.is_empty());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("delta: "));
+
+    let merged = dir.path().join("merged.pb.gz");
+    let o = run(&[
+        "merge".as_ref(),
+        old.as_os_str(),
+        new.as_os_str(),
+        "-o".as_ref(),
+        merged.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    dec(&std::fs::read(&merged).expect("merge written"));
+
+    let o = run(&[
+        "info".as_ref(),
+        new.as_os_str(),
+        "--type".as_ref(),
+        "alloc_space".as_ref(),
+        "--top".as_ref(),
+        "3".as_ref(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert!(
+        text.contains("Top functions by alloc_space/bytes"),
+        "{text}"
+    );
+
+    // Errors name the problem and exit 1: a damaged file, incompatible profiles.
+    let bad = dir.path().join("bad.pb");
+    std::fs::write(&bad, b"\x0a\x05").expect("write");
+    let o = run(&["info".as_ref(), bad.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("malformed protobuf at byte"), "{err}");
+    let mutex = data.join("goapp-mutex-1.pb.gz");
+    let o = run(&[
+        "delta".as_ref(),
+        mutex.as_os_str(),
+        new.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("incompatible profiles"), "{err}");
+}

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use harness::*;
-use scraper::pprof::{DeltaOptions, DeltaOutcome, DeltaStore, ResetReason};
+use scraper::pprof::{DeltaOptions, DeltaOutcome, DeltaStore, ResetReason, encode, trim};
 
 const TYPES: [&str; 4] = ["allocs", "heap", "mutex", "block"];
 
@@ -121,6 +121,24 @@ fn goapp_deltas_and_merges_match_google_pprof() {
     assert!(samples.iter().all(|&n| n > 0), "{samples:?}");
     // The plain pprof -base semantics too (every type subtracted, inuse_* included).
     check_pairs(&pairs[..2], dir.path(), &["--all-types"]);
+
+    // The trimming helpers' output, encoded, is read by Go as well.
+    let heap = scraper::pprof::decode(
+        &std::fs::read(&pairs[1].2).expect("read"),
+        &Default::default(),
+    )
+    .expect("decode");
+    let trimmed = [
+        trim::truncate_stacks(&heap, 3, trim::Keep::Root),
+        trim::truncate_stacks(&heap, 2, trim::Keep::Leaf),
+        trim::keep_heaviest(&heap, 10, trim::default_value_index(&heap)),
+        trim::drop_zero_samples(&heap),
+    ];
+    for (i, t) in trimmed.into_iter().enumerate() {
+        let path = dir.path().join(format!("trimmed-{i}.pb.gz"));
+        std::fs::write(&path, encode(&t.expect("trim"), 6)).expect("write");
+        go_tool_pprof_reads(&path);
+    }
 }
 
 #[test]
@@ -160,7 +178,14 @@ fn restarted_target_resets_the_baseline() {
         .observe("goapp/allocs", &get(&addr, "/debug/pprof/allocs"))
         .expect("second")
     {
-        DeltaOutcome::Delta { stats, .. } => assert!(stats.samples_out > 0, "{stats:?}"),
+        DeltaOutcome::Delta { stats, profile } => {
+            assert!(stats.samples_out > 0, "{stats:?}");
+            // What the scrape path would send (level 1) is what Go reads too.
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("scrape-delta.pb.gz");
+            std::fs::write(&path, &profile).expect("write");
+            go_tool_pprof_reads(&path);
+        }
         other => panic!("expected a delta, got {other:?}"),
     }
     drop(app);

@@ -151,6 +151,14 @@ async fn go_program_end_to_end() {
     );
     assert!(mem_loop["last_outcome"] == "forwarded", "{mem_loop}");
     assert!(mem_loop["delta_state_bytes"].as_u64().expect("bytes") > 0);
+    let cpu_loop = debug
+        .iter()
+        .find(|t| t["profile_type"] == "process_cpu")
+        .expect("cpu loop");
+    assert_eq!(
+        cpu_loop["url"],
+        format!("http://{addr}/debug/pprof/profile?seconds=2")
+    );
     for t in &debug {
         assert_eq!(t["health"], "up", "{t}");
         assert_eq!(t["job"], "e2e");

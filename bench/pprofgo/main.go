@@ -276,21 +276,38 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	// Steady state: what the previous round left behind, prepared untimed. Its size is the
+	// state a scraper keeps per series: the parsed old profile (merge) or the map (map).
+	h0 := heap()
 	old, err := profile.ParseData(oldGz)
 	if err != nil {
 		fail(err)
 	}
 	cum := cumulative(old)
-	// Steady state: what the previous round left behind, prepared untimed.
-	base := old.Copy()
-	ratios := make([]float64, len(cum))
-	for i, c := range cum {
-		if c {
-			ratios[i] = -1
+	var base *profile.Profile
+	var oldState *state
+	if *algo == "merge" {
+		base = old
+		ratios := make([]float64, len(cum))
+		for i, c := range cum {
+			if c {
+				ratios[i] = -1
+			}
 		}
+		base.ScaleN(ratios)
+	} else {
+		oldState = buildState(old, cum)
+		old = nil
 	}
-	base.ScaleN(ratios)
-	oldState := buildState(old, cum)
+	stateBytes := heap() - h0
+	runtime.KeepAlive(base)
+	runtime.KeepAlive(oldState)
 
 	var last []byte
 	round := func() (int, int) {
@@ -333,7 +350,8 @@ func main() {
 			fail(err)
 		}
 	}
-	fmt.Printf("%s go-%s n=%d wall_ms=%.2f cpu_ms=%.2f alloc_mb=%.1f allocs=%d peak_rss_mb=%.1f out_samples=%d out_gz=%d\n",
+	fmt.Printf("%s go-%s n=%d wall_ms=%.2f cpu_ms=%.2f alloc_mb=%.1f allocs=%d peak_rss_mb=%.1f out_samples=%d out_gz=%d state_kb=%.1f\n",
 		*name, *algo, *n, float64(median(walls))/1e6, float64(median(cpus))/1e6,
-		float64(median(bytesPer))/1e6, median(allocsPer), float64(peakRSSKiB())/1024, samples, gzBytes)
+		float64(median(bytesPer))/1e6, median(allocsPer), float64(peakRSSKiB())/1024, samples, gzBytes,
+		float64(stateBytes)/1e3)
 }

@@ -6,9 +6,11 @@
 # (so only scraping is measured). Reports the scraper's CPU per scraped profile and RSS per
 # target (RSS minus that of the same process with no targets).
 #
-# Profiles served are real: allocs, goroutine and a 10 s CPU profile captured at start from
-# Debian's Prometheus (running on 127.0.0.1 with a throw-away TSDB and a query loop), block and
-# mutex from tests/data/pprof (goapp; Prometheus does not enable them).
+# Profiles served are real: allocs, goroutine and a 10 s CPU profile captured on the first run
+# from Debian's Prometheus (on 127.0.0.1 with a throw-away TSDB, ten self-scrape jobs at 1 s,
+# recording rules, a query loop during the CPU profile, CAPTURE_WARMUP=90 s after start), block
+# and mutex from tests/data/pprof (goapp; Prometheus does not enable them). Delete
+# $SCRAPE_BENCH_DATA/cpu.pb.gz to capture again.
 #
 #   bench/scrape/run.sh            # TARGETS=1000 WARMUP=45 WINDOW=120
 # Everything goes to $SCRAPE_BENCH_DATA (default target/scrape-bench).
@@ -39,17 +41,26 @@ if [ ! -f "$data/cpu.pb.gz" ]; then
   [ -n "$prom" ] || { echo "prometheus not installed (apt-get install -y prometheus)" >&2; exit 1; }
   pp="$(free_port)"
   rm -rf "$data/prom" && mkdir -p "$data/prom"
-  printf 'global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: self\n    static_configs:\n      - targets: [127.0.0.1:%s]\n' "$pp" >"$data/prom/prometheus.yml"
+  # Ten self-scrape jobs at 1 s and two recording rules, as in docs/performance-anchors §2.1,
+  # so that its heap and CPU profiles have the sizes of a real busy service.
+  {
+    printf 'global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [rules.yml]\nscrape_configs:\n'
+    for j in $(seq 1 10); do printf '  - job_name: self%s\n    static_configs:\n      - targets: [127.0.0.1:%s]\n' "$j" "$pp"; done
+  } >"$data/prom/prometheus.yml"
+  printf 'groups:\n  - name: r\n    rules:\n      - record: job:up:sum\n        expr: sum by (job) (up)\n      - record: job:samples:rate\n        expr: sum by (job) (rate(scrape_samples_scraped[1m]))\n' >"$data/prom/rules.yml"
   "$prom" --config.file="$data/prom/prometheus.yml" --storage.tsdb.path="$data/prom/tsdb" \
     --web.listen-address="127.0.0.1:$pp" >"$data/prom/log" 2>&1 &
   pids+=($!)
   wait_http "http://127.0.0.1:$pp/-/ready"
-  sleep 20
+  sleep "${CAPTURE_WARMUP:-90}"
   ( for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$pp/api/v1/query?query=rate(prometheus_http_requests_total%5B1m%5D)" || true; sleep 0.05; done ) &
-  curl -fsS -o "$data/cpu.pb.gz" "http://127.0.0.1:$pp/debug/pprof/profile?seconds=10"
+  load=$!
+  curl -fsS -o "$data/cpu.pb.gz.tmp" "http://127.0.0.1:$pp/debug/pprof/profile?seconds=10"
   curl -fsS -o "$data/allocs.pb.gz" "http://127.0.0.1:$pp/debug/pprof/allocs"
   curl -fsS -o "$data/goroutine.pb.gz" "http://127.0.0.1:$pp/debug/pprof/goroutine"
-  wait
+  wait "$load"
+  kill "${pids[-1]}"
+  mv "$data/cpu.pb.gz.tmp" "$data/cpu.pb.gz"
 fi
 cp tests/data/pprof/goapp-block-2.pb.gz "$data/block.pb.gz"
 cp tests/data/pprof/goapp-mutex-2.pb.gz "$data/mutex.pb.gz"
@@ -65,11 +76,11 @@ cat "$data/fixture.log"
 python3 - "$addr" "$targets" "$data" <<'PY'
 import sys
 addr, n, data = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-head = 'pyroscope.write "null" {}\n\n'
+head = 'pyroscope.write "discard" {}\n\n'
 def scrape(targets):
     return head + 'pyroscope.scrape "bench" {\n  targets = [\n' + ''.join(
         '    {"__address__" = "%s", "__profile_path_prefix__" = "/t/%d", "service_name" = "svc-%d", "pod" = "pod-%d"},\n' % (addr, i, i % 50, i)
-        for i in range(targets)) + '  ]\n  forward_to = [pyroscope.write.null.receiver]\n}\n'
+        for i in range(targets)) + '  ]\n  forward_to = [pyroscope.write.discard.receiver]\n}\n'
 open(data + "/bench.alloy", "w").write(scrape(n))
 open(data + "/empty.alloy", "w").write(scrape(0).replace("targets = [\n  ]", "targets = []"))
 PY
@@ -113,6 +124,11 @@ read -r s1 f1 w1 _ <<<"$(loops "127.0.0.1:$p1")"
 rss="$(rss_kib "$pid")"
 hwm="$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")"
 curl -fsS "http://127.0.0.1:$p1/metrics" | grep -E '^pyroscope_scrape_(errors_total|delta_state_bytes|targets)' || true
+if [ "${SELF_PROFILE:-1}" = 1 ]; then
+  # After the measured window: where the CPU goes, from scraper's own CPU profile.
+  curl -fsS -o "$data/scraper-cpu.pb.gz" "http://127.0.0.1:$p1/debug/pprof/profile?seconds=30"
+  "$scraper" pprof info "$data/scraper-cpu.pb.gz" --top 25 | sed -n '/^Top/,$p' >"$data/scraper-cpu.txt" || true
+fi
 
 python3 - <<PY
 ticks = $ticks
@@ -125,3 +141,4 @@ print(f"fixture CPU: {fcpu:.2f}s ({fcpu * 1000 / max(scrapes, 1):.3f} ms per pro
 print(f"RSS: {$rss / 1024:.1f} MiB with $targets targets (peak {$hwm / 1024:.1f} MiB), {$rss0 / 1024:.1f} MiB without; "
       f"{($rss - $rss0) / $targets:.1f} KiB per target")
 PY
+[ -f "$data/scraper-cpu.txt" ] && { echo "==> scraper's own CPU profile (30 s after the window)"; cat "$data/scraper-cpu.txt"; }

@@ -10,7 +10,11 @@ use crate::runtime::{Registration, Registry};
 pub fn builtin() -> Registry {
     Registry::new()
         .with(Registration::new::<crate::write::Write>("pyroscope.write"))
-        .with(Registration::new::<crate::scrape::Scrape>("pyroscope.scrape"))
+        .with(Registration::new::<crate::scrape::Scrape>(
+            "pyroscope.scrape",
+        ))
         .with(Registration::new::<crate::debug::Debug>("pyroscope.debug"))
-        .with(Registration::new::<crate::discovery::relabel::Relabel>("discovery.relabel"))
+        .with(Registration::new::<crate::discovery::relabel::Relabel>(
+            "discovery.relabel",
+        ))
 }

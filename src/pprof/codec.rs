@@ -12,6 +12,7 @@ use prost::Message as _;
 use super::error::{PprofError, Result};
 use super::proto::Profile;
 use super::validate::validate;
+use super::view::validate_raw;
 
 /// Default cap on a profile's decompressed size. Go heap profiles of very large services reach
 /// a few MiB; Pyroscope rejects anything over 4 MiB by default.
@@ -288,9 +289,13 @@ pub fn gunzip(input: &[u8], limits: &Limits) -> Result<Vec<u8>> {
 }
 
 /// Decodes a gzipped or raw profile into a prost tree and validates it.
+///
+/// The zero-copy decoder checks the bytes first: it accepts exactly what prost + [`validate`]
+/// accept (the fuzz target checks that), and its errors say where the problem is.
 pub fn decode(input: &[u8], limits: &Limits) -> Result<Profile> {
     let mut scratch = Vec::new();
     let raw = Inflater::default().raw(input, limits, &mut scratch)?;
+    validate_raw(raw)?;
     let profile = Profile::decode(raw).map_err(|e| PprofError::Protobuf(e.to_string()))?;
     validate(&profile)?;
     Ok(profile)

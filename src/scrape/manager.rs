@@ -11,6 +11,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::error::{Reason, ScrapeError};
 use super::metrics::ComponentMetrics;
@@ -45,6 +46,8 @@ pub struct Manager {
     duplicates: usize,
     job_name: String,
     runtime: Option<(tokio::runtime::Handle, CancellationToken)>,
+    /// The component's span (from `run`), so that loops log with its `component_id`.
+    span: tracing::Span,
 }
 
 impl Manager {
@@ -59,6 +62,7 @@ impl Manager {
             duplicates: 0,
             job_name: String::new(),
             runtime: None,
+            span: tracing::Span::none(),
         }
     }
 
@@ -167,17 +171,17 @@ impl Manager {
             return;
         };
         let cancel = parent.child_token();
-        let task = runtime.spawn(scrape_loop::run(
-            handle.shared.clone(),
-            self.env.subscribe(),
-            cancel.clone(),
-        ));
+        let task = runtime.spawn(
+            scrape_loop::run(handle.shared.clone(), self.env.subscribe(), cancel.clone())
+                .instrument(self.span.clone()),
+        );
         handle.running = Some((cancel, task));
     }
 
     /// Starts every loop (the component's `run` began).
     pub fn start_all(&mut self, runtime: tokio::runtime::Handle, shutdown: CancellationToken) {
         self.runtime = Some((runtime, shutdown));
+        self.span = tracing::Span::current();
         let mut loops = std::mem::take(&mut self.loops);
         for h in loops.values_mut() {
             if h.shared.target().blocked.is_none() {

@@ -96,7 +96,6 @@ struct Inner {
 
 /// The `pyroscope.scrape` component.
 pub struct Scrape {
-    id: String,
     fanout: Arc<FanOut>,
     processor: Arc<Processor>,
     metrics: ComponentMetrics,
@@ -131,7 +130,7 @@ impl Scrape {
             Ok(t) => t,
             // Checked when decoding; unreachable in practice.
             Err(e) => {
-                tracing::error!(component = %self.id, err = %e, "invalid profiling_config");
+                tracing::error!(err = %e, "invalid profiling_config");
                 return;
             }
         };
@@ -148,7 +147,11 @@ impl Scrape {
             value_length: to_usize(o.label_value_length_limit),
         };
         let planned = plan(&o.targets, &types, &settings);
-        tracing::debug!(component = %self.id, targets = o.targets.len(), loops = planned.targets.len(), "syncing targets");
+        tracing::debug!(
+            targets = o.targets.len(),
+            loops = planned.targets.len(),
+            "syncing targets"
+        );
         let job_name = o.job_name.clone();
         inner.manager.sync(planned, limits, &job_name);
     }
@@ -159,13 +162,15 @@ impl Scrape {
     }
 }
 
-fn warn_clustering(id: &str, old: Option<&ScrapeOptions>, new: &ScrapeOptions) {
+fn warn_clustering(old: Option<&ScrapeOptions>, new: &ScrapeOptions) {
     let enabled = |o: Option<&ScrapeOptions>| {
         o.and_then(|o| o.clustering.as_ref())
             .is_some_and(|c| c.enabled)
     };
     if enabled(Some(new)) && !enabled(old) {
-        tracing::warn!(component = %id, "clustering is not supported: this instance scrapes every target it is given; shard targets with hashmod relabeling instead");
+        tracing::warn!(
+            "clustering is not supported: this instance scrapes every target it is given; shard targets with hashmod relabeling instead"
+        );
     }
 }
 
@@ -177,7 +182,7 @@ impl Component for Scrape {
         let metrics = ScrapeMetrics::get(&opts.metrics).component(&opts.id);
         let fanout = Arc::new(FanOut::new(args.forward_to.clone()));
         let processor = Arc::new(Processor::default());
-        warn_clustering(&opts.id, None, &args.inner);
+        warn_clustering(None, &args.inner);
         // The manager needs an environment before `self` exists; build it by hand once.
         let env = Arc::new(Env {
             client: client.clone(),
@@ -189,7 +194,6 @@ impl Component for Scrape {
             body_size_limit: args.body_size_limit,
         });
         let scrape = Scrape {
-            id: opts.id.clone(),
             fanout,
             processor,
             metrics,
@@ -214,7 +218,7 @@ impl Component for Scrape {
         } else {
             inner.client.clone()
         };
-        warn_clustering(&self.id, Some(&inner.options), &args.inner);
+        warn_clustering(Some(&inner.options), &args.inner);
         self.fanout.set(args.forward_to.clone());
         let old = &inner.options;
         let env_changed = !Arc::ptr_eq(&client, &inner.client)

@@ -136,7 +136,13 @@ mod tests {
 
     #[test]
     fn bodies() {
-        let cases: &[(&[u8], Option<&str>, Option<(Reason, &str)>)] = &[
+        // (body, content type, expected failure)
+        type Case = (
+            &'static [u8],
+            Option<&'static str>,
+            Option<(Reason, &'static str)>,
+        );
+        let cases: &[Case] = &[
             (b"\x1f\x8b\x08\x00rest", OCTET, None),
             // Field 1 (sample_type), wire type 2.
             (b"\x0a\x04abcd", OCTET, None),
