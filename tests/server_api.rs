@@ -18,22 +18,42 @@ test.pass "b" {
 }
 "#;
 
+/// The HTTP server over a controller, on a free loopback port.
+struct TestServer {
+    base: String,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl TestServer {
+    async fn start(c: &scraper::runtime::Controller, dir: &std::path::Path) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let stop = CancellationToken::new();
+        let state = AppState {
+            controller: c.clone(),
+            config_path: dir.join("unused.alloy"),
+        };
+        let task = tokio::spawn(serve(listener, state, stop.clone()));
+        TestServer { base, stop, task }
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        self.task.await.expect("join").expect("serve");
+    }
+}
+
 #[tokio::test]
 async fn component_api_health_and_ui() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = controller(dir.path());
     c.apply_source("cfg.alloy", CONFIG).await.expect("apply");
     c.wait_idle().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let stop = CancellationToken::new();
-    let state = AppState {
-        controller: c.clone(),
-        config_path: dir.path().join("unused.alloy"),
-    };
-    let server = tokio::spawn(serve(listener, state, stop.clone()));
+    let server = TestServer::start(&c, dir.path()).await;
+    let base = server.base.clone();
     let client = reqwest::Client::new();
     let get_json = |path: &'static str| {
         let (client, base) = (client.clone(), base.clone());
@@ -123,8 +143,7 @@ async fn component_api_health_and_ui() {
         "{metrics}"
     );
 
-    stop.cancel();
-    server.await.expect("join").expect("serve");
+    server.stop().await;
     c.shutdown().await;
 }
 
@@ -165,16 +184,8 @@ test.pass "concat" {{
         .await
         .expect("apply");
     c.wait_idle().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let stop = CancellationToken::new();
-    let state = AppState {
-        controller: c.clone(),
-        config_path: dir.path().join("unused.alloy"),
-    };
-    let server = tokio::spawn(serve(listener, state, stop.clone()));
+    let server = TestServer::start(&c, dir.path()).await;
+    let base = server.base.clone();
     let client = reqwest::Client::new();
     let mut seen = String::new();
     for path in [
@@ -210,7 +221,6 @@ test.pass "concat" {{
     assert_eq!(detail["exports"]["token"], "(secret)");
     assert!(seen.contains("test.secret.s"));
 
-    stop.cancel();
-    server.await.expect("join").expect("serve");
+    server.stop().await;
     c.shutdown().await;
 }
