@@ -325,85 +325,13 @@ async fn local_config_prints_our_own_cpu_profile() {
     );
 }
 
-/// The seed config's `pyroscope.scrape` and `pyroscope.write` blocks are accepted unchanged.
-/// Discovery components are stubbed when the build does not have them yet.
+/// The seed config passes `scraper check` unchanged (it runs end to end in
+/// tests/seed_pipeline.rs).
 #[test]
 fn seed_config_is_accepted() {
-    use scraper::runtime::{BoxError, Component, ComponentOptions, Registration, check};
-    use scraper::syntax::value::Value;
-    use serde::Deserialize;
+    use scraper::runtime::check;
 
-    #[derive(Deserialize)]
-    #[allow(dead_code)]
-    struct Namespaces {
-        #[serde(default)]
-        names: Vec<String>,
-    }
-    #[derive(Deserialize)]
-    #[allow(dead_code)]
-    struct KubeArgs {
-        role: String,
-        #[serde(default)]
-        namespaces: Option<Namespaces>,
-    }
-    #[derive(Deserialize)]
-    #[allow(dead_code)]
-    struct Rule {
-        #[serde(default)]
-        source_labels: Vec<String>,
-        separator: Option<String>,
-        regex: Option<String>,
-        target_label: Option<String>,
-        replacement: Option<String>,
-        action: Option<String>,
-    }
-    #[derive(Deserialize)]
-    #[allow(dead_code)]
-    struct RelabelArgs {
-        targets: Vec<BTreeMap<String, String>>,
-        #[serde(default)]
-        rule: Vec<Rule>,
-    }
-    fn obj(k: &str) -> Value {
-        Value::Object(
-            [(k.to_string(), Value::Array(vec![]))]
-                .into_iter()
-                .collect(),
-        )
-    }
-    macro_rules! stub {
-        ($name:ident, $args:ty, $export:literal) => {
-            struct $name;
-            impl Component for $name {
-                type Arguments = $args;
-                fn initial_exports() -> Value {
-                    obj($export)
-                }
-                fn build(_: ComponentOptions, _: $args) -> Result<Self, BoxError> {
-                    Ok($name)
-                }
-                fn update(&self, _: $args) -> Result<(), BoxError> {
-                    Ok(())
-                }
-                async fn run(
-                    self: std::sync::Arc<Self>,
-                    _: tokio_util::sync::CancellationToken,
-                ) -> Result<(), BoxError> {
-                    Ok(())
-                }
-            }
-        };
-    }
-    stub!(Kube, KubeArgs, "targets");
-    stub!(Relabel, RelabelArgs, "output");
-
-    let mut registry = scraper::components::builtin();
-    if registry.get("discovery.kubernetes").is_none() {
-        registry = registry.with(Registration::new::<Kube>("discovery.kubernetes"));
-    }
-    if registry.get("discovery.relabel").is_none() {
-        registry = registry.with(Registration::new::<Relabel>("discovery.relabel"));
-    }
+    let registry = scraper::components::builtin();
     let path = scrape_support::repo().join("config/seed-otel-collector.alloy");
     let src = std::fs::read_to_string(&path).expect("seed config");
     let corpus =

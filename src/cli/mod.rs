@@ -1,6 +1,7 @@
-//! The command line: `scraper run | check | fmt | pprof | relabel | version`.
+//! The command line: `scraper run | check | fmt | pprof | relabel | discover | version`.
 
 mod check;
+mod discover;
 mod fmt;
 mod pprof;
 mod relabel;
@@ -48,6 +49,8 @@ enum Command {
     },
     /// Run a discovery.relabel block of a config file over targets given as JSON.
     Relabel(relabel::RelabelArgs),
+    /// Print the targets a discovery.kubernetes block of a config file finds now, as JSON.
+    Discover(discover::DiscoverArgs),
     /// Print the version.
     Version,
 }
@@ -65,6 +68,22 @@ pub(crate) struct RunArgs {
     storage_path: PathBuf,
 }
 
+/// The top-level block `<name> "<label>"` of a config file.
+fn find_component<'a>(
+    stmts: &'a [crate::syntax::ast::Stmt],
+    name: &str,
+    label: &str,
+) -> Option<&'a crate::syntax::ast::Block> {
+    stmts.iter().find_map(|s| match s {
+        crate::syntax::ast::Stmt::Block(b)
+            if b.full_name() == name && b.label.as_ref().is_some_and(|l| l.value == label) =>
+        {
+            Some(b)
+        }
+        _ => None,
+    })
+}
+
 /// Parses the arguments and runs the command; `main.rs` is only this call.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -74,6 +93,7 @@ pub fn main() -> ExitCode {
         Command::Fmt { write, files } => Ok(fmt::fmt(&files, write)),
         Command::Pprof { command } => pprof::run(command),
         Command::Relabel(args) => relabel::relabel(args),
+        Command::Discover(args) => discover::discover(args),
         Command::Version => {
             println!("scraper, version v{}", env!("CARGO_PKG_VERSION"));
             Ok(ExitCode::SUCCESS)

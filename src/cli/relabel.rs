@@ -172,17 +172,9 @@ pub(super) fn relabel(args: RelabelArgs) -> anyhow::Result<ExitCode> {
 
 /// The top-level `discovery.relabel "<label>"` block.
 fn find_block<'a>(stmts: &'a [Stmt], label: &str) -> Option<&'a Block> {
-    stmts.iter().find_map(|s| match s {
-        Stmt::Block(b)
-            if b.full_name() == COMPONENT && b.label.as_ref().is_some_and(|l| l.value == label) =>
-        {
-            Some(b)
-        }
-        _ => None,
-    })
+    super::find_component(stmts, COMPONENT, label)
 }
 
-/// Whether a `discovery.relabel "<label>"` block is nested in another block (a `declare`).
 fn nested_block(stmts: &[Stmt], label: &str) -> bool {
     stmts.iter().any(|s| match s {
         Stmt::Block(b) => {
@@ -220,7 +212,7 @@ fn without_targets(src: &str, block: &Block) -> String {
 }
 
 /// Evaluates the block without its `targets` attribute and decodes the rules.
-fn decode_rules(source: &Source, block: &Block) -> anyhow::Result<Arguments> {
+pub(super) fn decode_rules(source: &Source, block: &Block) -> anyhow::Result<Arguments> {
     let mut body = block.body.clone();
     body.stmts
         .retain(|s| !matches!(s, Stmt::Attribute(a) if a.name.name == "targets"));

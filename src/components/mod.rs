@@ -17,4 +17,5 @@ pub fn builtin() -> Registry {
         .with(Registration::new::<crate::discovery::relabel::Relabel>(
             "discovery.relabel",
         ))
+        .with(Registration::new::<crate::discovery::kubernetes::Kubernetes>("discovery.kubernetes"))
 }

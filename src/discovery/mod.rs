@@ -5,7 +5,10 @@
 //! labels. Every component here takes targets and/or produces them under an export field, so
 //! they chain: `discovery.kubernetes` → `discovery.relabel` → `pyroscope.scrape`.
 //!
+//! * [`kubernetes`]: `discovery.kubernetes`, targets from the Kubernetes API with Prometheus'
+//!   `__meta_kubernetes_*` labels.
 //! * [`relabel`]: `discovery.relabel`, the relabel engine (`crate::relabel`) applied to a
 //!   target list.
 
+pub mod kubernetes;
 pub mod relabel;

@@ -249,6 +249,15 @@ impl Scraper {
     /// Starts `scraper run`; `config` gets the address the scraper will listen on (for configs
     /// that scrape the scraper itself). Waits until it listens.
     pub async fn start(config: impl FnOnce(&str) -> String) -> Scraper {
+        Self::start_with_env(config, &[]).await
+    }
+
+    /// [`Scraper::start`] with extra environment variables; `KUBERNETES_SERVICE_HOST` is always
+    /// removed, so discovery never mistakes the test machine for a pod.
+    pub async fn start_with_env(
+        config: impl FnOnce(&str) -> String,
+        env: &[(&str, &str)],
+    ) -> Scraper {
         let dir = tempfile::tempdir().expect("tempdir");
         let addr = format!("127.0.0.1:{}", free_port());
         let path = dir.path().join("scrape.alloy");
@@ -260,6 +269,8 @@ impl Scraper {
             .arg(&addr)
             .arg("--storage.path")
             .arg(dir.path().join("data"))
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

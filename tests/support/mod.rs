@@ -2,4 +2,5 @@
 #![allow(dead_code)]
 
 pub mod corpus;
+pub mod fake_kube;
 pub mod pyroscope_receiver;

@@ -1,5 +1,5 @@
 // scrapeapp is the Go target of the pyroscope.scrape end-to-end tests: it serves net/http/pprof
-// on 127.0.0.1 (port chosen by the kernel, printed on stdout as "listening on ADDR") and keeps
+// on 127.0.0.1 (port chosen by the kernel unless -listen says otherwise, printed on stdout as "listening on ADDR") and keeps
 // every profile type busy: CPU in one of two functions chosen at run time (GET /work?fn=alpha,
 // beta or none), allocations, mutex contention, channel blocking and a few parked goroutines.
 // CPU work runs at a duty cycle (-duty, default 0.3) so that the tests do not hog shared
@@ -112,6 +112,9 @@ func blockOnChannel(ch <-chan int) {
 func main() {
 	duty := flag.Float64("duty", 0.3, "fraction of each 10 ms spent on CPU work")
 	fn := flag.String("fn", "alpha", "initial CPU function: alpha, beta or none")
+	// The Kubernetes pipeline test gives each "pod" its own loopback address and the port the
+	// pod declares.
+	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	flag.Parse()
 	mode.Store(*fn)
 	runtime.MemProfileRate = 4096
@@ -129,7 +132,7 @@ func main() {
 		}
 	})
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
