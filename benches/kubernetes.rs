@@ -8,6 +8,12 @@
 //!   scraper's CPU time per change (utime + stime from /proc, including the HTTP polling);
 //! * peak RSS over the whole run.
 //!
+//! Side by side, when the installed `prometheus` has Kubernetes discovery: Prometheus with a
+//! `kubernetes_sd_configs` pod job carrying the same 12 rules, against the same fake server;
+//! its RSS once the targets are in and its CPU per pod change. (Prometheus throttles target
+//! updates to 5 s, so its latency is not comparable and not reported.) Debian's build has no
+//! Kubernetes discovery (it is built without client-go): the bench then says so and skips it.
+//!
 //! Run: `cargo bench --bench kubernetes` (`-- --pods N --changes M` to vary). Figures are
 //! recorded in docs/PERFORMANCE.md. Not a pass/fail test.
 
@@ -147,6 +153,51 @@ fn proc_stats(pid: u32) -> (u64, u64, f64) {
     (kib("VmRSS:"), kib("VmHWM:"), cpu)
 }
 
+/// `alloy_component_evaluation_seconds` count and sum: the controller observes it after each
+/// block evaluation (for `discovery.relabel`: decoding its targets and relabelling them). Cheap
+/// to poll, unlike the component detail view, which serialises every target.
+async fn evaluations(client: &reqwest::Client, addr: &str) -> Option<(u64, f64)> {
+    let body = client
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    let value = |name: &str| {
+        body.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    Some((
+        value("alloy_component_evaluation_seconds_count")? as u64,
+        value("alloy_component_evaluation_seconds_sum")?,
+    ))
+}
+
+/// Pods added, from `prometheus_sd_kubernetes_events_total{role="pod",event="add"}`.
+async fn pod_adds(client: &reqwest::Client, addr: &str) -> Option<u64> {
+    let body = client
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    body.lines()
+        .find(|l| {
+            l.starts_with("prometheus_sd_kubernetes_events_total")
+                && l.contains("role=\"pod\"")
+                && l.contains("event=\"add\"")
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|v| v as u64)
+}
+
 async fn targets_out(client: &reqwest::Client, addr: &str) -> Option<u64> {
     let body = client
         .get(format!(
@@ -197,45 +248,76 @@ async fn main() {
         .expect("start scraper");
     let pid = child.id();
     let client = reqwest::Client::new();
+    // Sync is detected from /metrics only: the component detail view would serialise all
+    // 40,000 targets on every poll and dominate the memory being measured.
     loop {
-        if targets_out(&client, &addr).await == Some(collectors) {
+        if pod_adds(&client, &addr)
+            .await
+            .is_some_and(|n| n >= pods as u64)
+        {
             break;
         }
         assert!(
             start.elapsed() < Duration::from_secs(120),
-            "initial sync did not finish"
+            "initial list did not finish"
         );
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let sync = start.elapsed();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Then until the relabel evaluation that follows the first publication is done.
+    let mut last = evaluations(&client, &addr).await.expect("metrics").0;
+    let mut settled_at = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = evaluations(&client, &addr).await.expect("metrics").0;
+        if now != last {
+            last = now;
+            settled_at = Instant::now();
+        } else if settled_at.elapsed() > Duration::from_millis(500) {
+            break;
+        }
+    }
+    let sync = settled_at - start;
     let (rss, _, cpu0) = proc_stats(pid);
     println!(
-        "initial sync: {pods} pods -> {collectors} targets kept by the seed rules in {sync:?}; RSS {:.1} MiB after sync",
+        "initial sync: {pods} pods listed and relabelled in {sync:?}; RSS {:.1} MiB after sync",
         rss as f64 / 1024.0
     );
 
     let mut latencies = Vec::new();
+    let mut eval_seconds = 0.0;
     for c in 0..changes {
         // A new collector pod: one more target survives the seed rules.
         let mut p = pod(pods + c * 20);
         p["metadata"]["name"] = json!(format!("extra-{c}"));
-        let want = collectors + c as u64 + 1;
+        let (count0, sum0) = evaluations(&client, &addr).await.expect("metrics");
         let t = Instant::now();
         fake.apply(p);
-        while targets_out(&client, &addr).await != Some(want) {
+        loop {
+            let (count, sum) = evaluations(&client, &addr).await.expect("metrics");
+            if count > count0 {
+                latencies.push(t.elapsed());
+                eval_seconds += sum - sum0;
+                break;
+            }
             assert!(t.elapsed() < Duration::from_secs(10), "change {c} not seen");
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        latencies.push(t.elapsed());
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let (rss, hwm, cpu1) = proc_stats(pid);
+    // Read after the memory figures: this serialises every target once.
+    let kept = targets_out(&client, &addr).await;
+    assert_eq!(
+        kept,
+        Some(collectors + changes as u64),
+        "relabel output after the changes"
+    );
     latencies.sort();
     let median = latencies[latencies.len() / 2];
     let max = latencies[latencies.len() - 1];
     println!(
-        "one pod change -> relabel output: median {median:?}, max {max:?} over {changes} changes; scraper CPU {:.1} ms per change (incl. polling)",
+        "one pod change -> relabel output: median {median:?}, max {max:?} over {changes} changes; relabel evaluation {:.1} ms; scraper CPU {:.1} ms per change (all threads, incl. /metrics polling)",
+        eval_seconds * 1000.0 / changes as f64,
         (cpu1 - cpu0) * 1000.0 / changes as f64
     );
     println!(
@@ -245,4 +327,169 @@ async fn main() {
     );
     let _ = child.kill();
     let _ = child.wait();
+
+    prometheus_side_by_side(
+        &fake,
+        pods,
+        changes,
+        collectors + changes as u64,
+        dir.path(),
+    )
+    .await;
+}
+
+/// The seed rules as Prometheus `relabel_configs`.
+const PROMETHEUS_RULES: &str = r#"
+    relabel_configs:
+      - source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_component]
+        regex: opentelemetry-collector
+        action: keep
+      - source_labels: [__meta_kubernetes_pod_container_port_number]
+        regex: "1777"
+        action: keep
+      - target_label: __port__
+        replacement: "1777"
+      - source_labels: [__address__]
+        target_label: __address__
+        regex: (.+):(\d+)
+        replacement: ${1}
+      - source_labels: [__address__, __port__]
+        target_label: __address__
+        separator: "@"
+        regex: (.+)@(\d+)
+        replacement: $1:$2
+      - source_labels: [__meta_kubernetes_namespace]
+        target_label: namespace
+      - source_labels: [__meta_kubernetes_pod_name]
+        target_label: pod
+      - source_labels: [__meta_kubernetes_node_name]
+        target_label: node
+      - source_labels: [__meta_kubernetes_pod_container_name]
+        target_label: container
+      - source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_version]
+        target_label: service_version
+      - source_labels: [__meta_kubernetes_namespace, __meta_kubernetes_pod_label_app_kubernetes_io_name]
+        target_label: service_name
+        separator: "@"
+        regex: (.*)@(.*)
+        replacement: ${1}/${2}
+      - source_labels: [__meta_kubernetes_pod_annotation_opentelemetry_operator_config_sha256]
+        target_label: config_sha
+"#;
+
+async fn active_targets(client: &reqwest::Client, addr: &str) -> Option<u64> {
+    let body = client
+        .get(format!("http://{addr}/api/v1/targets?state=active"))
+        .send()
+        .await
+        .ok()?
+        .bytes()
+        .await
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
+    v["data"]["activeTargets"]
+        .as_array()
+        .map(|a| a.len() as u64)
+}
+
+async fn prometheus_side_by_side(
+    fake: &FakeKube,
+    pods: usize,
+    changes: usize,
+    mut want: u64,
+    dir: &std::path::Path,
+) {
+    let Ok(bin) = which("prometheus") else {
+        println!("prometheus: not installed (apt-get install prometheus); side-by-side skipped");
+        return;
+    };
+    let cfg = dir.join("prometheus.yml");
+    let yaml = format!(
+        "global:\n  scrape_interval: 1h\nscrape_configs:\n  - job_name: otel\n    kubernetes_sd_configs:\n      - role: pod\n        api_server: {}\n{PROMETHEUS_RULES}",
+        fake.url()
+    );
+    std::fs::write(&cfg, yaml).expect("write prometheus.yml");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let start = Instant::now();
+    let mut child = Command::new(bin)
+        .arg(format!("--config.file={}", cfg.display()))
+        .arg(format!("--web.listen-address={addr}"))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(
+            std::fs::File::create(std::env::temp_dir().join("bench-kubernetes-prometheus.log"))
+                .map(Stdio::from)
+                .unwrap_or_else(|_| Stdio::null()),
+        )
+        .spawn()
+        .expect("start prometheus");
+    let pid = child.id();
+    let client = reqwest::Client::new();
+    while active_targets(&client, &addr).await != Some(want) {
+        if let Ok(Some(status)) = child.try_wait() {
+            // Debian builds Prometheus without client-go, so without kubernetes_sd_configs.
+            let log = std::fs::read_to_string(
+                std::env::temp_dir().join("bench-kubernetes-prometheus.log"),
+            )
+            .unwrap_or_default();
+            let reason = log
+                .lines()
+                .find(|l| l.contains("level=error"))
+                .unwrap_or("");
+            println!("prometheus: exited ({status}) before discovering anything: {reason}");
+            return;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            println!("prometheus: targets did not reach {want} within 120 s");
+            let _ = child.kill();
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let sync = start.elapsed();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (rss, _, cpu0) = proc_stats(pid);
+    println!(
+        "prometheus: {pods} pods -> {want} targets in {sync:?} (includes its 5 s update throttle); RSS {:.1} MiB after sync",
+        rss as f64 / 1024.0
+    );
+    for c in 0..changes {
+        let mut p = pod(pods + (changes + c) * 20);
+        p["metadata"]["name"] = json!(format!("extra-prom-{c}"));
+        fake.apply(p);
+        want += 1;
+        let t = Instant::now();
+        while active_targets(&client, &addr).await != Some(want) {
+            if t.elapsed() > Duration::from_secs(20) {
+                println!("prometheus: change {c} not seen within 20 s");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let (rss, hwm, cpu1) = proc_stats(pid);
+    println!(
+        "prometheus: CPU {:.1} ms per pod change (incl. polling); RSS {:.1} MiB now, peak {:.1} MiB",
+        (cpu1 - cpu0) * 1000.0 / changes as f64,
+        rss as f64 / 1024.0,
+        hwm as f64 / 1024.0
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn which(name: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .ok_or(())
 }

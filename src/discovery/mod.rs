@@ -7,8 +7,11 @@
 //!
 //! * [`kubernetes`]: `discovery.kubernetes`, targets from the Kubernetes API with Prometheus'
 //!   `__meta_kubernetes_*` labels.
+//! * [`target`]: how targets travel between components: shared label sets that behave as
+//!   objects of strings.
 //! * [`relabel`]: `discovery.relabel`, the relabel engine (`crate::relabel`) applied to a
 //!   target list.
 
 pub mod kubernetes;
 pub mod relabel;
+pub mod target;

@@ -15,8 +15,8 @@
 //! * Arguments: `targets` (`list(map(string))`, required) and any number of `rule` blocks
 //!   ([`RuleConfig`]: Alloy's attribute names and defaults), applied in file order. No rules:
 //!   targets pass through.
-//! * Exports: `output`, the targets that were kept, in input order (an array of objects of
-//!   strings, empty values dropped); and `rules`, the rules in use. Until the first evaluation
+//! * Exports: `output`, the targets that were kept, in input order (an array of targets, which
+//!   behave as objects of strings: see `discovery::target`; empty values dropped); and `rules`, the rules in use. Until the first evaluation
 //!   both are `[]`.
 //! * Recomputed synchronously whenever the arguments change (new targets from upstream, a
 //!   reload): the controller calls [`Component::update`], and equal outputs are not re-published
@@ -48,6 +48,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::discovery::target::{self, Shared};
 use crate::relabel::{LabelSet, Relabeler, Rule, RuleConfig, RuleError};
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
 use crate::syntax::value::{Number, Value};
@@ -55,7 +56,7 @@ use crate::syntax::value::{Number, Value};
 /// The block's arguments.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct Arguments {
-    pub targets: Vec<LabelSet>,
+    pub targets: Vec<Shared>,
     /// The `rule` blocks, in file order.
     #[serde(default)]
     pub rule: Vec<RuleBlock>,
@@ -96,22 +97,20 @@ pub fn compile(configs: &[RuleConfig]) -> Result<Relabeler, BoxError> {
     Relabeler::new(configs).map_err(|e| format!("rule[{}]: {e}", e.index()).into())
 }
 
+/// Applies `relabeler` to every shared target, copying only the survivors, in order.
+pub fn relabel_shared(relabeler: &Relabeler, targets: &[Shared]) -> Vec<LabelSet> {
+    targets
+        .iter()
+        .filter_map(|t| relabeler.process_shared(&t.0))
+        .collect()
+}
+
 /// Applies `relabeler` to every target, keeping the survivors in order.
 pub fn relabel_targets(relabeler: &Relabeler, targets: Vec<LabelSet>) -> Vec<LabelSet> {
     targets
         .into_iter()
         .filter_map(|mut t| relabeler.process(&mut t).then_some(t))
         .collect()
-}
-
-/// A target as an Alloy value: an object of strings.
-pub fn target_value(target: &LabelSet) -> Value {
-    Value::Object(
-        target
-            .iter()
-            .map(|(n, v)| (n.to_string(), Value::String(v.to_string())))
-            .collect(),
-    )
 }
 
 /// The `rules` export: one object per rule, with the `rule` block's attribute names.
@@ -177,9 +176,9 @@ impl Relabel {
             state.configs = configs;
         }
         state.targets_in = args.targets.len();
-        let output: Vec<Value> = relabel_targets(&state.relabeler, args.targets)
-            .iter()
-            .map(target_value)
+        let output: Vec<Value> = relabel_shared(&state.relabeler, &args.targets)
+            .into_iter()
+            .map(|t| target::value(Arc::new(t)))
             .collect();
         state.targets_out = output.len();
         self.exports
@@ -319,7 +318,10 @@ rule {
             .expect("valid");
         assert_eq!(
             a.targets,
-            [labels(&[("__address__", "a:1"), ("port", "80")])]
+            [Shared::from(labels(&[
+                ("__address__", "a:1"),
+                ("port", "80")
+            ]))]
         );
         assert!(a.rule.is_empty());
     }
@@ -364,7 +366,7 @@ rule {
         // New input targets: the output follows.
         let mut next = args.clone();
         next.targets
-            .push(labels(&[("__address__", "10.0.0.3:1"), ("app", "a")]));
+            .push(labels(&[("__address__", "10.0.0.3:1"), ("app", "a")]).into());
         c.update(next).expect("update");
         let out = output(&exports.current());
         assert_eq!(

@@ -72,6 +72,28 @@ impl Relabeler {
         with_scratch(|scratch| self.rules.iter().all(|rule| apply(rule, labels, scratch)))
     }
 
+    /// [`process`](Self::process) on a shared target, copying it only if it survives the
+    /// leading filter rules: relabel configs usually start with `keep`/`drop`, which then
+    /// discard most targets without a single label being copied.
+    pub fn process_shared(&self, labels: &LabelSet) -> Option<LabelSet> {
+        with_scratch(|scratch| {
+            let mut rest = self.rules.iter();
+            for rule in rest.by_ref() {
+                match filter(rule, labels, scratch) {
+                    Some(true) => continue,
+                    Some(false) => return None,
+                    None => {
+                        let mut owned = labels.clone();
+                        let kept = apply(rule, &mut owned, scratch)
+                            && rest.all(|r| apply(r, &mut owned, scratch));
+                        return kept.then_some(owned);
+                    }
+                }
+            }
+            Some(labels.clone())
+        })
+    }
+
     /// Like [`process`](Self::process), also reporting every rule that changed or dropped the
     /// target with the labels before and after it.
     pub fn process_traced(&self, labels: &mut LabelSet) -> (bool, Vec<TraceStep>) {
@@ -130,9 +152,10 @@ fn source_value<'a>(rule: &Rule, labels: &'a LabelSet, joined: &'a mut String) -
     }
 }
 
-/// Applies one rule; false = drop the target.
-fn apply(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) -> bool {
-    match rule.action {
+/// The verdict of a rule that only filters (`keep`, `drop`, `keepequal`, `dropequal`): false =
+/// drop the target. `None` for rules that change labels.
+fn filter(rule: &Rule, labels: &LabelSet, scratch: &mut Scratch) -> Option<bool> {
+    Some(match rule.action {
         Action::Keep => {
             let v = source_value(rule, labels, &mut scratch.joined);
             rule.regex.is_match(v)
@@ -144,11 +167,22 @@ fn apply(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) -> bool {
         Action::KeepEqual | Action::DropEqual => {
             let v = source_value(rule, labels, &mut scratch.joined);
             let Target::Fixed(t) = &rule.target else {
-                return true;
+                return Some(true);
             };
             let equal = v == labels.get_or_empty(t);
             equal == (rule.action == Action::KeepEqual)
         }
+        _ => return None,
+    })
+}
+
+/// Applies one rule; false = drop the target.
+fn apply(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) -> bool {
+    if let Some(keep) = filter(rule, labels, scratch) {
+        return keep;
+    }
+    match rule.action {
+        Action::Keep | Action::Drop | Action::KeepEqual | Action::DropEqual => true,
         Action::Replace => {
             replace(rule, labels, scratch);
             true

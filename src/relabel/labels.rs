@@ -294,10 +294,30 @@ impl Serialize for LabelSet {
     }
 }
 
+/// A target decodes from a target capsule (shared labels: no string is copied) or from any
+/// map of strings (an Alloy object, JSON).
 impl<'de> Deserialize<'de> for LabelSet {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let map = BTreeMap::<String, String>::deserialize(deserializer)?;
-        Ok(LabelSet::from(&map))
+        struct Target;
+        impl<'de> serde::de::Visitor<'de> for Target {
+            type Value = LabelSet;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of strings")
+            }
+            fn visit_u64<E: serde::de::Error>(self, slot: u64) -> Result<LabelSet, E> {
+                crate::syntax::types::take_view::<LabelSet>(slot)
+                    .map(|t| (*t).clone())
+                    .ok_or_else(|| E::custom("expected map(string), got capsule"))
+            }
+            fn visit_newtype_struct<D: Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<LabelSet, D::Error> {
+                let map = BTreeMap::<String, String>::deserialize(d)?;
+                Ok(LabelSet::from(&map))
+            }
+        }
+        deserializer.deserialize_newtype_struct(crate::syntax::types::VIEW_NEWTYPE, Target)
     }
 }
 

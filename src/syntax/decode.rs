@@ -66,7 +66,7 @@ use super::eval::{
 };
 use super::stdlib::SECRET_TO_STRING;
 use super::types::{
-    CAPSULE_NEWTYPE, SECRET_NEWTYPE, VALUE_NEWTYPE, capsule_mark, capsule_reset,
+    CAPSULE_NEWTYPE, SECRET_NEWTYPE, VALUE_NEWTYPE, VIEW_NEWTYPE, capsule_mark, capsule_reset,
     note_secret_decoded, put_capsule, take_secret_decoded,
 };
 use super::value::{Number, Type, Value};
@@ -972,7 +972,11 @@ impl<'de> Deserializer<'de> for GroupDe<'_> {
         name: &'static str,
         visitor: V,
     ) -> Result<V::Value, Error> {
-        if name == CAPSULE_NEWTYPE || name == SECRET_NEWTYPE || name == VALUE_NEWTYPE {
+        if name == CAPSULE_NEWTYPE
+            || name == SECRET_NEWTYPE
+            || name == VALUE_NEWTYPE
+            || name == VIEW_NEWTYPE
+        {
             return self.single()?.deserialize_newtype_struct(name, visitor);
         }
         visitor.visit_newtype_struct(self)
@@ -1421,6 +1425,12 @@ impl<'de> Deserializer<'de> for ValueDe<'_> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        if let Some(m) = self.value.object_view() {
+            return ValueDe {
+                value: &Value::Object(m),
+            }
+            .deserialize_any(visitor);
+        }
         match self.value {
             Value::Null => visitor.visit_unit(),
             Value::Bool(b) => visitor.visit_bool(*b),
@@ -1520,6 +1530,14 @@ impl<'de> Deserializer<'de> for ValueDe<'_> {
             let idx = put_capsule(self.value.clone());
             return visitor.visit_newtype_struct(U64Deserializer::<Error>::new(idx));
         }
+        if name == VIEW_NEWTYPE {
+            // A view capsule is handed over as is (the visitor takes its host value); anything
+            // else decodes as the object it must then be.
+            if self.value.is_object_view() {
+                return visitor.visit_u64(put_capsule(self.value.clone()));
+            }
+            return visitor.visit_newtype_struct(self);
+        }
         if name == CAPSULE_NEWTYPE {
             return match self.value {
                 Value::Capsule(_) => {
@@ -1579,6 +1597,12 @@ impl<'de> Deserializer<'de> for ValueDe<'_> {
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         static EMPTY: BTreeMap<String, Value> = BTreeMap::new();
+        if let Some(m) = self.value.object_view() {
+            return ValueDe {
+                value: &Value::Object(m),
+            }
+            .deserialize_map(visitor);
+        }
         match self.value {
             Value::Object(m) => visitor.visit_map(ValueMap {
                 iter: m.iter(),
@@ -1598,6 +1622,12 @@ impl<'de> Deserializer<'de> for ValueDe<'_> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Error> {
+        if let Some(m) = self.value.object_view() {
+            return ValueDe {
+                value: &Value::Object(m),
+            }
+            .deserialize_struct(_name, fields, visitor);
+        }
         if let Value::Object(m) = self.value
             && let Some(k) = m.keys().find(|k| !fields.contains(&k.as_str()))
         {

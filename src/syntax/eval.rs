@@ -285,6 +285,11 @@ fn eval<'s>(expr: &Expr, scope: &'s Scope) -> Result<Cow<'s, Value>, Diagnostic>
                 Cow::Owned(Value::Object(mut m)) => {
                     m.remove(&name.name).map(Cow::Owned).ok_or_else(missing)
                 }
+                other if other.is_object_view() => other
+                    .object_view()
+                    .and_then(|mut m| m.remove(&name.name))
+                    .map(Cow::Owned)
+                    .ok_or_else(missing),
                 other => Err(value_error(
                     value,
                     &[],
@@ -340,6 +345,16 @@ fn eval<'s>(expr: &Expr, scope: &'s Scope) -> Result<Cow<'s, Value>, Diagnostic>
                         _ => Cow::Owned(Value::Null),
                     })
                 }
+                Value::Capsule(c) if c.view.is_some() => {
+                    let Value::String(key) = idx.as_ref() else {
+                        return Err(type_error(index, Type::String, &idx));
+                    };
+                    Ok(Cow::Owned(
+                        c.object()
+                            .and_then(|mut m| m.remove(key))
+                            .unwrap_or(Value::Null),
+                    ))
+                }
                 Value::Capsule(_) => Err(value_error(
                     value,
                     &[],
@@ -358,8 +373,12 @@ fn eval<'s>(expr: &Expr, scope: &'s Scope) -> Result<Cow<'s, Value>, Diagnostic>
                 return Err(type_error(func, Type::Function, &callee));
             };
             let mut values = Vec::with_capacity(args.len());
+            // Functions see targets as the objects they stand for; the two that only pass
+            // values along keep the shared capsules.
+            let pass_through = matches!(f.name, "array.concat" | "coalesce");
             for arg in args {
-                values.push(eval(arg, scope)?.into_owned());
+                let v = eval(arg, scope)?.into_owned();
+                values.push(if pass_through { v } else { v.materialize() });
             }
             match stdlib::call(f, values) {
                 Ok(v) => Ok(Cow::Owned(v)),
@@ -550,6 +569,10 @@ pub fn values_equal(l: &Value, r: &Value) -> bool {
         }
         (Value::Function(_), Value::Function(_)) => false,
         (Value::Capsule(a), Value::Capsule(b)) => a == b,
+        (Value::Capsule(c), other) | (other, Value::Capsule(c)) => match c.object() {
+            Some(m) => values_equal(&Value::Object(m), other),
+            None => false,
+        },
         _ => false,
     }
 }
@@ -1165,7 +1188,10 @@ pub fn value_to_json_redacted(v: &Value) -> serde_json::Value {
                 .collect(),
         ),
         Value::Function(f) => J::String(format!("function({})", f.name)),
-        Value::Capsule(c) => J::String(format!("capsule({})", c.type_name)),
+        Value::Capsule(c) => match c.object() {
+            Some(m) => value_to_json_redacted(&Value::Object(m)),
+            None => J::String(format!("capsule({})", c.type_name)),
+        },
         Value::Secret(_) => J::String("(secret)".to_string()),
     }
 }

@@ -24,6 +24,11 @@ use super::value::{Number, Value};
 
 /// Newtype name a [`CapsuleRef`] asks the decoder for.
 pub const CAPSULE_NEWTYPE: &str = "$scraper::capsule";
+/// Newtype name asking for a capsule that stands for an object (see
+/// `value::ObjectView`): the decoder hands a view capsule over as a slot index (`visit_u64`,
+/// then [`take_view`]), and decodes anything else through `visit_newtype_struct`, so the same
+/// type still decodes from a plain object (or from JSON).
+pub const VIEW_NEWTYPE: &str = "$scraper::view";
 /// Newtype name a [`RawValue`] asks the decoder for.
 pub const VALUE_NEWTYPE: &str = "$scraper::value";
 /// Newtype name a [`SecretString`] asks the decoder for.
@@ -65,6 +70,14 @@ pub(crate) fn put_capsule(c: Value) -> u64 {
         t.push(Some(c));
         (t.len() - 1) as u64
     })
+}
+
+/// The host value of the view capsule the decoder put in slot `idx`.
+pub fn take_view<T: Any + Send + Sync>(idx: u64) -> Option<Arc<T>> {
+    match take_capsule(idx) {
+        Some(Value::Capsule(c)) => c.downcast::<T>(),
+        _ => None,
+    }
 }
 
 /// Takes the value in slot `idx`, if any.

@@ -196,6 +196,17 @@ pub struct Capsule {
     /// A human-readable type name for error messages and the API (`pyroscope.Appendable`).
     pub type_name: &'static str,
     pub inner: Arc<dyn Any + Send + Sync>,
+    /// Set for capsules that stand for an object (Alloy's "capsule convertible to an object",
+    /// such as discovery targets): expressions, functions, decoding and JSON see the object.
+    pub view: Option<&'static ObjectView>,
+}
+
+/// How a capsule that stands for an object turns into it, and compares by content. Targets
+/// travel as such capsules so that passing 100,000 of them between components shares them
+/// instead of copying every label.
+pub struct ObjectView {
+    pub to_object: fn(&(dyn Any + Send + Sync)) -> BTreeMap<String, Value>,
+    pub eq: fn(&(dyn Any + Send + Sync), &(dyn Any + Send + Sync)) -> bool,
 }
 
 impl Capsule {
@@ -203,17 +214,86 @@ impl Capsule {
         Capsule {
             type_name,
             inner: value,
+            view: None,
+        }
+    }
+
+    /// A capsule that behaves as the object `view` makes of it.
+    pub fn with_view<T: Any + Send + Sync>(
+        type_name: &'static str,
+        value: Arc<T>,
+        view: &'static ObjectView,
+    ) -> Self {
+        Capsule {
+            type_name,
+            inner: value,
+            view: Some(view),
         }
     }
 
     pub fn downcast<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         self.inner.clone().downcast::<T>().ok()
     }
+
+    /// The object this capsule stands for, if it stands for one.
+    pub fn object(&self) -> Option<BTreeMap<String, Value>> {
+        self.view.map(|v| (v.to_object)(self.inner.as_ref()))
+    }
 }
 
 impl PartialEq for Capsule {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        if Arc::ptr_eq(&self.inner, &other.inner) {
+            return true;
+        }
+        match (self.view, other.view) {
+            (Some(a), Some(b)) if std::ptr::eq(a, b) => {
+                (a.eq)(self.inner.as_ref(), other.inner.as_ref())
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Value {
+    /// The object a view capsule stands for.
+    pub fn object_view(&self) -> Option<BTreeMap<String, Value>> {
+        match self {
+            Value::Capsule(c) => c.object(),
+            _ => None,
+        }
+    }
+
+    /// True for a capsule that stands for an object.
+    pub fn is_object_view(&self) -> bool {
+        matches!(self, Value::Capsule(c) if c.view.is_some())
+    }
+
+    /// The value with every view capsule inside it replaced by its object, for code that needs
+    /// to see plain objects (functions, JSON).
+    pub fn materialize(self) -> Value {
+        match self {
+            Value::Capsule(c) => match c.object() {
+                Some(m) => Value::Object(m),
+                None => Value::Capsule(c),
+            },
+            Value::Array(items) if items.iter().any(Value::has_view) => {
+                Value::Array(items.into_iter().map(Value::materialize).collect())
+            }
+            Value::Object(m) if m.values().any(Value::has_view) => {
+                Value::Object(m.into_iter().map(|(k, v)| (k, v.materialize())).collect())
+            }
+            other => other,
+        }
+    }
+
+    fn has_view(&self) -> bool {
+        match self {
+            Value::Capsule(c) => c.view.is_some(),
+            Value::Array(items) => items.iter().any(Value::has_view),
+            Value::Object(m) => m.values().any(Value::has_view),
+            _ => false,
+        }
     }
 }
 

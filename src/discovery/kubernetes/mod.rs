@@ -61,7 +61,7 @@ pub use client::{Built as BuiltClient, ClientError, build as build_client};
 pub use role::{Affected, Resource, Role};
 pub use state::{EventKind, Object, Scope, State, WatchEvent};
 
-use crate::discovery::relabel::target_value;
+use crate::discovery::target;
 use crate::relabel::LabelSet;
 use crate::runtime::health::Health;
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
@@ -112,9 +112,9 @@ pub fn namespaces(options: &Options) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// The targets of `state` as the `targets` export holds them.
-pub fn targets_value<'a>(targets: impl Iterator<Item = &'a LabelSet>) -> Vec<Value> {
-    targets.map(target_value).collect()
+/// The targets of `state` as the `targets` export holds them: shared, not copied.
+pub fn targets_value<'a>(targets: impl Iterator<Item = &'a Arc<LabelSet>>) -> Vec<Value> {
+    targets.map(|t| target::value(t.clone())).collect()
 }
 
 /// Why a discovery session ended.
@@ -365,6 +365,6 @@ pub async fn snapshot(args: &Arguments, timeout: Duration) -> Result<Snapshot, S
     Ok(Snapshot {
         server: client.source,
         watches,
-        targets: state.targets().cloned().collect(),
+        targets: state.targets().map(|t| (**t).clone()).collect(),
     })
 }

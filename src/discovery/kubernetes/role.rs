@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::AttachMetadata;
 use super::cache::{Caches, Key};
+use super::state::Object;
 use super::{endpoints, endpointslice, node, pod, service};
 use crate::relabel::LabelSet;
 
@@ -103,6 +104,40 @@ impl Role {
                 .map(|e| endpointslice::targets(e, caches, attach)),
         }
         .unwrap_or_default()
+    }
+
+    /// Whether `resource`'s objects must stay whole in the cache because groups are rebuilt
+    /// from them later (metadata or endpoint changes); otherwise only their identity is kept
+    /// and their targets are built as they arrive.
+    pub fn keeps_objects(self, resource: Resource, attach: AttachMetadata) -> bool {
+        if resource != self.main_resource() {
+            return true;
+        }
+        match self {
+            Role::Pod => attach.node || attach.namespace,
+            Role::Node => false,
+            Role::Service => attach.namespace,
+            Role::Endpoints | Role::EndpointSlice => true,
+        }
+    }
+
+    /// The targets of a main object, built from the object itself.
+    pub fn build_object(
+        self,
+        obj: &Object,
+        caches: &Caches,
+        attach: AttachMetadata,
+    ) -> Vec<LabelSet> {
+        match (self, obj) {
+            (Role::Pod, Object::Pod(p)) => pod::targets(p, caches, attach),
+            (Role::Node, Object::Node(n)) => node::targets(n),
+            (Role::Service, Object::Service(s)) => service::targets(s, caches, attach),
+            (Role::Endpoints, Object::Endpoints(e)) => endpoints::targets(e, caches, attach),
+            (Role::EndpointSlice, Object::EndpointSlice(e)) => {
+                endpointslice::targets(e, caches, attach)
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// Which groups a change to `resource`'s object `key` may alter.

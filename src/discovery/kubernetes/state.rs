@@ -11,9 +11,11 @@
 //!   publication is complete, as Prometheus waits for `WaitForCacheSync`.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::AttachMetadata;
 use super::cache::{Caches, Key};
@@ -60,6 +62,42 @@ impl Object {
             meta.namespace.clone().unwrap_or_default(),
             meta.name.clone().unwrap_or_default(),
         )
+    }
+
+    /// Only the object's identity, for caches of objects whose targets were built on arrival.
+    pub fn skeleton(&self) -> Object {
+        let (namespace, name) = self.key();
+        let metadata = ObjectMeta {
+            name: Some(name),
+            namespace: (!namespace.is_empty()).then_some(namespace),
+            ..Default::default()
+        };
+        match self {
+            Object::Pod(_) => Object::Pod(Pod {
+                metadata,
+                ..Default::default()
+            }),
+            Object::Node(_) => Object::Node(Node {
+                metadata,
+                ..Default::default()
+            }),
+            Object::Namespace(_) => Object::Namespace(Namespace {
+                metadata,
+                ..Default::default()
+            }),
+            Object::Service(_) => Object::Service(Service {
+                metadata,
+                ..Default::default()
+            }),
+            Object::Endpoints(_) => Object::Endpoints(Endpoints {
+                metadata,
+                ..Default::default()
+            }),
+            Object::EndpointSlice(_) => Object::EndpointSlice(EndpointSlice {
+                metadata,
+                ..Default::default()
+            }),
+        }
     }
 
     /// The object as a cache keeps it.
@@ -117,6 +155,15 @@ impl EventKind {
     }
 }
 
+/// An object as the state takes it in: whole (slim) when groups may be rebuilt from it later,
+/// or reduced to its identity with its targets built on arrival. A pod role without
+/// `attach_metadata` never re-reads a pod, so its cache holds 10,000 names instead of 10,000
+/// pods.
+struct Arrived {
+    object: Object,
+    built: Option<Vec<LabelSet>>,
+}
+
 /// Caches, groups and per-watch sync state.
 pub struct State {
     role: Role,
@@ -124,9 +171,10 @@ pub struct State {
     scopes: Vec<Scope>,
     caches: Caches,
     /// Objects listed since `Init`, per watch; `None` outside a relist.
-    relisting: Vec<Option<Vec<Object>>>,
+    relisting: Vec<Option<Vec<Arrived>>>,
     synced: Vec<bool>,
-    groups: BTreeMap<Key, Vec<LabelSet>>,
+    /// Targets are shared with the published export (and from there with consumers).
+    groups: BTreeMap<Key, Vec<Arc<LabelSet>>>,
     targets: usize,
     changed: bool,
 }
@@ -160,11 +208,14 @@ impl State {
                     *slot = Some(Vec::new());
                 }
             }
-            WatchEvent::InitApply(obj) => match self.relisting.get_mut(watch) {
-                Some(Some(buffer)) => buffer.push(obj.slim()),
-                // An InitApply outside Init does not happen; treat it as a plain upsert.
-                _ => self.upsert(obj.slim(), on_event),
-            },
+            WatchEvent::InitApply(obj) => {
+                let arrived = self.arrive(obj);
+                match self.relisting.get_mut(watch) {
+                    Some(Some(buffer)) => buffer.push(arrived),
+                    // An InitApply outside Init does not happen; treat it as a plain upsert.
+                    _ => self.upsert(arrived, on_event),
+                }
+            }
             WatchEvent::InitDone => {
                 let listed = self.relisting.get_mut(watch).and_then(Option::take);
                 if let Some(listed) = listed {
@@ -174,7 +225,10 @@ impl State {
                     *s = true;
                 }
             }
-            WatchEvent::Apply(obj) => self.upsert(obj.slim(), on_event),
+            WatchEvent::Apply(obj) => {
+                let arrived = self.arrive(obj);
+                self.upsert(arrived, on_event);
+            }
             WatchEvent::Delete(obj) => {
                 let (resource, key) = (obj.resource(), obj.key());
                 if self.remove(resource, &key) {
@@ -202,7 +256,7 @@ impl State {
     }
 
     /// All targets, ordered by the main object's namespace and name.
-    pub fn targets(&self) -> impl Iterator<Item = &LabelSet> {
+    pub fn targets(&self) -> impl Iterator<Item = &Arc<LabelSet>> {
         self.groups.values().flatten()
     }
 
@@ -227,9 +281,24 @@ impl State {
         ]
     }
 
-    fn upsert(&mut self, obj: Object, on_event: &mut dyn FnMut(Resource, EventKind)) {
-        let (resource, key) = (obj.resource(), obj.key());
-        let existed = self.insert(obj);
+    fn arrive(&self, obj: Object) -> Arrived {
+        let object = obj.slim();
+        if self.role.keeps_objects(object.resource(), self.attach) {
+            return Arrived {
+                object,
+                built: None,
+            };
+        }
+        let built = self.role.build_object(&object, &self.caches, self.attach);
+        Arrived {
+            object: object.skeleton(),
+            built: Some(built),
+        }
+    }
+
+    fn upsert(&mut self, arrived: Arrived, on_event: &mut dyn FnMut(Resource, EventKind)) {
+        let (resource, key) = (arrived.object.resource(), arrived.object.key());
+        let existed = self.insert(arrived.object);
         on_event(
             resource,
             if existed {
@@ -238,20 +307,23 @@ impl State {
                 EventKind::Add
             },
         );
-        self.rebuild(resource, &key);
+        match arrived.built {
+            Some(targets) => self.set_group(key, targets),
+            None => self.rebuild(resource, &key),
+        }
     }
 
     /// client-go's `Replace`: the listed objects become the watch's whole content.
     fn replace(
         &mut self,
         watch: usize,
-        listed: Vec<Object>,
+        listed: Vec<Arrived>,
         on_event: &mut dyn FnMut(Resource, EventKind),
     ) {
         let Some(scope) = self.scopes.get(watch).cloned() else {
             return;
         };
-        let listed_keys: HashMap<Key, ()> = listed.iter().map(|o| (o.key(), ())).collect();
+        let listed_keys: HashMap<Key, ()> = listed.iter().map(|a| (a.object.key(), ())).collect();
         let gone: Vec<Key> = self
             .keys(scope.resource)
             .into_iter()
@@ -320,17 +392,23 @@ impl State {
         };
         for k in keys {
             let targets = self.role.build(&k, &self.caches, self.attach);
-            let old = self.groups.get(&k).map_or(&[][..], Vec::as_slice);
-            if old == targets.as_slice() {
-                continue;
-            }
-            self.changed = true;
-            self.targets = self.targets.saturating_sub(old.len()) + targets.len();
-            if targets.is_empty() {
-                self.groups.remove(&k);
-            } else {
-                self.groups.insert(k, targets);
-            }
+            self.set_group(k, targets);
+        }
+    }
+
+    /// Makes `targets` the group of main object `key`, noting whether anything changed.
+    fn set_group(&mut self, key: Key, targets: Vec<LabelSet>) {
+        let old = self.groups.get(&key).map_or(&[][..], Vec::as_slice);
+        if old.len() == targets.len() && old.iter().zip(&targets).all(|(a, b)| **a == *b) {
+            return;
+        }
+        let targets: Vec<Arc<LabelSet>> = targets.into_iter().map(Arc::new).collect();
+        self.changed = true;
+        self.targets = self.targets.saturating_sub(old.len()) + targets.len();
+        if targets.is_empty() {
+            self.groups.remove(&key);
+        } else {
+            self.groups.insert(key, targets);
         }
     }
 }
