@@ -31,6 +31,7 @@ fn decode_args(src: &str) -> Arguments {
 /// A running component and a handle on its exports.
 struct Running {
     exports: ExportsHandle,
+    metrics: scraper::runtime::metrics::MetricsRegistry,
     component: Arc<Kubernetes>,
     stop: CancellationToken,
 }
@@ -49,11 +50,13 @@ impl Running {
             Kubernetes::initial_exports(),
         );
         let exports = opts.exports.clone();
+        let metrics = opts.metrics.clone();
         let component = Arc::new(Kubernetes::build(opts, decode_args(src)).expect("build"));
         let stop = CancellationToken::new();
         tokio::spawn(component.clone().run(stop.clone()));
         Running {
             exports,
+            metrics,
             component,
             stop,
         }
@@ -335,6 +338,26 @@ async fn gone_410_relists_without_an_empty_target_set() {
     .await;
     let lists_after = fake.requests().iter().filter(|r| !r.is_watch()).count();
     assert!(lists_after > lists_before, "no relist after 410 Gone");
+    let text = d.metrics.encode().expect("metrics");
+    let has = |needle: &str| text.lines().any(|l| l.contains(needle));
+    assert!(
+        has(
+            r#"prometheus_sd_kubernetes_events_total{component_id="discovery.kubernetes.test",component_path="/",role="pod",event="add"} 3"#
+        ),
+        "{text}"
+    );
+    assert!(
+        has(
+            r#"prometheus_sd_kubernetes_events_total{component_id="discovery.kubernetes.test",component_path="/",role="pod",event="delete"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("prometheus_sd_kubernetes_failures_total{") && !l.ends_with(" 0")
+        ),
+        "the 410 is counted as a failure: {text}"
+    );
 }
 
 #[tokio::test]

@@ -216,84 +216,11 @@ pub fn slim(es: EndpointSlice) -> EndpointSlice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+    use crate::discovery::kubernetes::testutil::{
+        Labels, add_node, add_pod, add_service, assert_targets, expect, got, key, obj, slimmed,
+    };
+    use k8s_openapi::api::core::v1::Namespace;
     use serde_json::{Value, json};
-
-    type Labels = Vec<(String, String)>;
-
-    fn obj<T: serde::de::DeserializeOwned>(v: Value) -> T {
-        serde_json::from_value(v).expect("valid object")
-    }
-
-    /// Group labels plus target labels, as a target ends up; empty values are dropped because
-    /// Prometheus' tests spell absent labels as `""`.
-    fn expect(group: &[(&str, &str)], target: &[(&str, &str)]) -> Labels {
-        let mut v: Labels = group
-            .iter()
-            .chain(target)
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect();
-        v.sort();
-        v
-    }
-
-    fn got(t: &LabelSet) -> Labels {
-        t.iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect()
-    }
-
-    fn key(ns: &str, name: &str) -> (String, String) {
-        (ns.to_string(), name.to_string())
-    }
-
-    fn add_pod(c: &mut Caches, v: Value) {
-        let p: Pod = obj(v);
-        let k = key(
-            p.metadata.namespace.as_deref().unwrap_or(""),
-            p.metadata.name.as_deref().unwrap_or(""),
-        );
-        c.pods.insert(k, p);
-    }
-
-    fn add_service(c: &mut Caches, v: Value) {
-        let s: Service = obj(v);
-        let k = key(
-            s.metadata.namespace.as_deref().unwrap_or(""),
-            s.metadata.name.as_deref().unwrap_or(""),
-        );
-        c.services.insert(k, s);
-    }
-
-    /// Prometheus' `makeNode(name, "", "", {"az": az}, nil, nil)`.
-    fn add_node(c: &mut Caches, name: &str, az: &str) {
-        let n: Node = obj(json!({
-            "metadata": { "name": name, "labels": { "az": az } },
-            "status": { "daemonEndpoints": { "kubeletEndpoint": { "Port": 10250 } } },
-        }));
-        c.nodes.insert(key("", name), n);
-    }
-
-    /// The caches as the watchers keep them: every object slimmed.
-    fn slimmed(c: &Caches) -> Caches {
-        let mut s = Caches::default();
-        for (k, p) in c.pods.iter() {
-            s.pods.insert(k.clone(), super::super::pod::slim(p.clone()));
-        }
-        for (k, n) in c.nodes.iter() {
-            s.nodes
-                .insert(k.clone(), super::super::node::slim(n.clone()));
-        }
-        for (k, v) in c.services.iter() {
-            s.services
-                .insert(k.clone(), super::super::service::slim(v.clone()));
-        }
-        for (k, n) in c.namespaces.iter() {
-            s.namespaces.insert(k.clone(), n.clone());
-        }
-        s
-    }
 
     /// endpointslice_test.go `makeEndpointSliceV1(namespace)`.
     fn make_slice(ns: &str) -> EndpointSlice {
@@ -1221,30 +1148,20 @@ mod tests {
     #[test]
     fn targets_match_prometheus() {
         for c in cases() {
-            let actual: Vec<_> = targets(&c.es, &c.caches, c.attach)
-                .iter()
-                .map(got)
-                .collect();
-            assert_eq!(actual.len(), c.want.len(), "{}: target count", c.name);
-            for (i, (a, w)) in actual.iter().zip(&c.want).enumerate() {
-                assert_eq!(a, w, "{}: target {i}", c.name);
-            }
+            assert_targets(c.name, &targets(&c.es, &c.caches, c.attach), &c.want);
         }
     }
 
     #[test]
     fn slim_objects_build_the_same_targets() {
         for c in cases() {
-            let full: Vec<_> = targets(&c.es, &c.caches, c.attach)
-                .iter()
-                .map(got)
-                .collect();
-            let caches = slimmed(&c.caches);
-            let slim: Vec<_> = targets(&slim(c.es), &caches, c.attach)
-                .iter()
-                .map(got)
-                .collect();
-            assert_eq!(full, slim, "{}", c.name);
+            let full = targets(&c.es, &c.caches, c.attach);
+            let slimmed_targets = targets(&slim(c.es), &slimmed(&c.caches), c.attach);
+            assert_targets(
+                c.name,
+                &slimmed_targets,
+                &full.iter().map(got).collect::<Vec<_>>(),
+            );
         }
     }
 

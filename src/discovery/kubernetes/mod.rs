@@ -44,6 +44,8 @@ mod pod;
 mod role;
 mod service;
 mod state;
+#[cfg(test)]
+mod testutil;
 mod watch;
 
 use std::collections::BTreeMap;

@@ -115,29 +115,11 @@ pub fn slim(node: Node) -> Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::discovery::kubernetes::testutil::{expect, got};
     use serde_json::{Value, json};
 
     fn node(v: Value) -> Node {
         serde_json::from_value(v).expect("valid Node")
-    }
-
-    /// Group labels plus target labels, as a target ends up; empty values are dropped because
-    /// Prometheus' tests spell absent labels as `""`.
-    fn expect(group: &[(&str, &str)], target: &[(&str, &str)]) -> Vec<(String, String)> {
-        let mut v: Vec<(String, String)> = group
-            .iter()
-            .chain(target)
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect();
-        v.sort();
-        v
-    }
-
-    fn got(t: &LabelSet) -> Vec<(String, String)> {
-        t.iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect()
     }
 
     /// Prometheus' `makeNode`: one InternalIP, kubelet on 10250.

@@ -121,31 +121,9 @@ pub fn slim(svc: Service) -> Service {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::discovery::kubernetes::testutil::{expect, got, obj};
     use k8s_openapi::api::core::v1::Namespace;
-    use serde_json::{Value, json};
-
-    fn obj<T: serde::de::DeserializeOwned>(v: Value) -> T {
-        serde_json::from_value(v).expect("valid object")
-    }
-
-    /// Group labels plus target labels, as a target ends up; empty values are dropped because
-    /// Prometheus' tests spell absent labels as `""`.
-    fn expect(group: &[(&str, &str)], target: &[(&str, &str)]) -> Vec<(String, String)> {
-        let mut v: Vec<(String, String)> = group
-            .iter()
-            .chain(target)
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect();
-        v.sort();
-        v
-    }
-
-    fn got(t: &LabelSet) -> Vec<(String, String)> {
-        t.iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect()
-    }
+    use serde_json::json;
 
     fn namespaced_caches() -> Caches {
         let mut c = Caches::default();
