@@ -11,6 +11,7 @@
 
 #[path = "go/harness.rs"]
 mod harness;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -113,7 +114,7 @@ fn goapp_deltas_and_merges_match_google_pprof() {
     }
     let goapp = build_go("goapp");
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_app, addr) = start_goapp(&goapp);
+    let (_app, addr) = start_go(&goapp, &[]);
     std::thread::sleep(Duration::from_secs(1));
     let pairs = capture_pairs(&addr, dir.path(), "goapp", Duration::from_millis(1500));
     let samples = check_pairs(&pairs, dir.path(), &[]);
@@ -167,7 +168,7 @@ fn restarted_target_resets_the_baseline() {
     }
     let goapp = build_go("goapp");
     let mut store = DeltaStore::new(DeltaOptions::default());
-    let (app, addr) = start_goapp(&goapp);
+    let (app, addr) = start_go(&goapp, &[]);
     std::thread::sleep(Duration::from_secs(1));
     let first = store
         .observe("goapp/allocs", &get(&addr, "/debug/pprof/allocs"))
@@ -191,7 +192,7 @@ fn restarted_target_resets_the_baseline() {
     drop(app);
 
     // The same binary again: a fresh process whose counters start from zero.
-    let (_app, addr) = start_goapp(&goapp);
+    let (_app, addr) = start_go(&goapp, &[]);
     std::thread::sleep(Duration::from_millis(700));
     match store
         .observe("goapp/allocs", &get(&addr, "/debug/pprof/allocs"))

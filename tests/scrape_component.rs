@@ -4,6 +4,7 @@
 //! scraped.
 
 mod scrape_support;
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

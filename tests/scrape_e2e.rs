@@ -251,7 +251,7 @@ async fn prometheus_as_a_third_party_target() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let (_prom, addr) = start_prometheus(&bin, dir.path()).await;
+    let (_prom, addr) = start_prometheus(&bin, dir.path());
     let rx = PyroscopeReceiver::start().await;
     let targets = format!(r#"[{{"__address__" = "{addr}", "service_name" = "prometheus"}}]"#);
     let scraper = Scraper::start(|_| config(&rx.url(), &targets)).await;

@@ -1,7 +1,9 @@
 //! Helpers for the `scrape_*` tests: build and run the Go programs of tests/go (Debian's
 //! golang-go, into a temp dir), run Debian's Prometheus, run the real `scraper` binary on a
 //! config (stdout and stderr captured), read its API and metrics, and serve misbehaving
-//! profiling endpoints (`FaultServer`).
+//! profiling endpoints (`FaultServer`). The Go and Prometheus pieces are tests/support/go.rs,
+//! shared with the pprof oracle's tests/go/harness.rs: test binaries that include this module
+//! also declare `mod support;`.
 //!
 //! Without `go`, Go tests print why and pass, unless `SCRAPER_REQUIRE_GO=1`, which makes a
 //! missing toolchain (or Prometheus) a failure.
@@ -10,8 +12,8 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader};
-use std::net::{SocketAddr, TcpListener as StdListener};
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,35 +22,20 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
+use crate::support::go::{self, Require};
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use crate::support::go::{Proc, free_port, repo, start_go, start_prometheus};
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_scraper");
-
-pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn go_required() -> bool {
-    std::env::var("SCRAPER_REQUIRE_GO").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
-/// Reports a missing tool: the test is skipped (returns), or fails under SCRAPER_REQUIRE_GO.
-pub fn missing(what: &str) {
-    assert!(
-        !go_required(),
-        "SCRAPER_REQUIRE_GO is set but {what} (apt-get install -y golang-go prometheus)"
-    );
-    eprintln!("skipped: {what}");
-}
 
 /// Whether `go` runs; reports it when not.
 pub fn have_go() -> bool {
-    let ok = Command::new("go")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        missing("`go` is not installed");
-    }
-    ok
+    Require::Go.have_go()
+}
+
+/// Debian's Prometheus binary, installed with apt-get when missing (and possible).
+pub fn prometheus() -> Option<PathBuf> {
+    Require::Go.prometheus()
 }
 
 /// A Go program built into its own temp dir.
@@ -61,144 +48,8 @@ pub struct GoProgram {
 pub fn build_go(name: &str) -> GoProgram {
     let dir = tempfile::tempdir().expect("tempdir");
     let bin = dir.path().join(name);
-    let src = repo().join("tests/go").join(name).join("main.go");
-    let out = Command::new("go")
-        .arg("build")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .env("GO111MODULE", "off")
-        .env("GOPATH", dir.path().join("gopath"))
-        .env("GOFLAGS", "")
-        .output()
-        .expect("run go build");
-    assert!(
-        out.status.success(),
-        "go build {}: {}",
-        src.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    go::build(name, &bin, &dir.path().join("gopath"));
     GoProgram { bin, _dir: dir }
-}
-
-/// A child process, killed when dropped.
-pub struct Proc {
-    pub child: Child,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts a Go program that prints `listening on ADDR` first; returns it and ADDR.
-pub fn start_go(bin: &Path, args: &[&str]) -> (Proc, String) {
-    let mut child = Command::new(bin)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start go program");
-    let stdout = child.stdout.take().expect("stdout");
-    let proc = Proc { child };
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("read address");
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected output {line:?}"))
-        .to_string();
-    (proc, addr)
-}
-
-/// Debian's Prometheus binary, installed with apt-get when missing (and possible).
-pub fn prometheus() -> Option<PathBuf> {
-    let find = || {
-        ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.is_file())
-    };
-    if let Some(p) = find() {
-        return Some(p);
-    }
-    static INSTALL: Mutex<bool> = Mutex::new(false);
-    let mut tried = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
-    if !*tried {
-        *tried = true;
-        eprintln!("prometheus is missing: apt-get install -y prometheus");
-        let _ = Command::new("apt-get")
-            .args([
-                "install",
-                "-y",
-                "-qq",
-                "--no-install-recommends",
-                "prometheus",
-            ])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status();
-    }
-    let found = find();
-    if found.is_none() {
-        missing("Debian's prometheus is not installed and could not be installed");
-    }
-    found
-}
-
-pub fn free_port() -> u16 {
-    StdListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
-
-/// Runs Prometheus on 127.0.0.1 (random port, storage in `dir`); returns once it is ready.
-pub async fn start_prometheus(bin: &Path, dir: &Path) -> (Proc, String) {
-    let addr = format!("127.0.0.1:{}", free_port());
-    let config = dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: self\n    static_configs:\n      - targets: ['{addr}']\n"
-        ),
-    )
-    .expect("write prometheus.yml");
-    let log = std::fs::File::create(dir.join("prometheus.log")).expect("log");
-    let child = Command::new(bin)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address={addr}"))
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start prometheus");
-    let proc = Proc { child };
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let ready = client
-            .get(format!("http://{addr}/-/ready"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success());
-        if ready {
-            return (proc, addr);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "prometheus not ready: {}",
-            std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// `go tool pprof -raw` must read the profile; returns its output.

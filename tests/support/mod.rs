@@ -3,4 +3,5 @@
 
 pub mod corpus;
 pub mod fake_kube;
+pub mod go;
 pub mod pyroscope_receiver;
