@@ -5,9 +5,10 @@
 //! Cases that need components (component argument validation) are listed as skipped.
 //! The test passes vacuously, saying so, when the corpus is not there.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::path::{Path, PathBuf};
 
 use scraper::syntax::ast::Span;
 use scraper::syntax::decode::from_body_at;
@@ -17,39 +18,7 @@ use scraper::syntax::parser::{parse_expression, parse_file};
 use scraper::syntax::types::RawValue;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-
-fn corpus_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/alloy-corpus/invalid");
-    dir.is_dir().then_some(dir)
-}
-
-/// An `.expect` file: `key: value` lines; `error` may repeat.
-struct Expect {
-    fields: BTreeMap<String, String>,
-    errors: Vec<String>,
-}
-
-impl Expect {
-    fn parse(text: &str) -> Expect {
-        let mut fields = BTreeMap::new();
-        let mut errors = Vec::new();
-        for line in text.lines() {
-            let Some((k, v)) = line.split_once(": ") else {
-                continue;
-            };
-            if k == "error" {
-                errors.push(v.to_string());
-            } else {
-                fields.insert(k.to_string(), v.to_string());
-            }
-        }
-        Expect { fields, errors }
-    }
-
-    fn get(&self, k: &str) -> &str {
-        self.fields.get(k).map(String::as_str).unwrap_or("")
-    }
-}
+use support::corpus::{self, Expect};
 
 /// Splits `test:4:25: message` / `1:1: message` / `message` into position and message.
 fn split_expected(e: &str) -> (Option<(usize, usize)>, String) {
@@ -81,7 +50,7 @@ enum Outcome {
 fn scope_for(expect: &Expect) -> Scope {
     let mut scope = Scope::stdlib();
     // `scope: name = <alloy expression>`
-    let decl = expect.get("scope");
+    let decl = expect.get("scope").unwrap_or("");
     if let Some((name, value)) = decl.split_once(" = ") {
         let expr = parse_expression(value.trim()).expect("scope expression parses");
         let v = eval_expr(&expr, &Scope::stdlib()).expect("scope expression evaluates");
@@ -92,7 +61,7 @@ fn scope_for(expect: &Expect) -> Scope {
 
 fn eval_case(src: &str, expect: &Expect) -> Outcome {
     let scope = scope_for(expect);
-    if expect.get("entry").starts_with("expression") {
+    if expect.expression_entry {
         let expr = match parse_expression(src.trim_end_matches('\n')) {
             Ok(e) => e,
             Err(d) => return Outcome::Skipped(format!("does not parse: {d:?}")),
@@ -198,7 +167,7 @@ fn decode_with<T: DeserializeOwned + Debug>(src: &str, scope: &Scope) -> Outcome
 
 fn decode_case(src: &str, expect: &Expect) -> Outcome {
     let scope = scope_for(expect);
-    let schema = expect.get("schema");
+    let schema = expect.get("schema").unwrap_or("");
     match schema {
         "body of the first block: number = number (required attribute); nothing else allowed"
         | "body of the first block: number = number (required attribute)" => {
@@ -231,6 +200,7 @@ fn decode_case(src: &str, expect: &Expect) -> Outcome {
             "needs component {}",
             expect
                 .get("component-args-of")
+                .unwrap_or("")
                 .split_whitespace()
                 .next()
                 .unwrap_or("?")
@@ -241,31 +211,18 @@ fn decode_case(src: &str, expect: &Expect) -> Outcome {
 
 #[test]
 fn invalid_eval_and_decode_cases_are_rejected() {
-    let Some(dir) = corpus_dir() else {
-        println!("alloy corpus not found next to the crate; nothing to check");
+    let Some(root) = corpus::root() else {
         return;
     };
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("corpus dir readable")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "expect"))
-        .collect();
-    names.sort();
-
     let mut failures = Vec::new();
     let (mut checked, mut exact, mut skipped) = (0, 0, 0);
-    for path in names {
-        let expect = Expect::parse(&std::fs::read_to_string(&path).expect("expect readable"));
-        let stage = expect.get("stage");
+    for expect in corpus::invalid_cases(&root) {
+        let stage = expect.stage.as_str();
         if stage != "eval" && stage != "decode" {
             continue;
         }
-        let input = path.with_extension("alloy");
-        let src = std::fs::read_to_string(&input).expect("input readable");
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let src = String::from_utf8_lossy(&expect.input).into_owned();
+        let name = expect.name.clone();
         let outcome = if stage == "eval" {
             eval_case(&src, &expect)
         } else {
@@ -289,7 +246,7 @@ fn invalid_eval_and_decode_cases_are_rejected() {
                     continue;
                 };
                 let (want_pos, want_msg) = split_expected(want);
-                let substring = expect.get("match") != "exact";
+                let substring = expect.get("match") != Some("exact");
                 let msg_ok = if substring {
                     first.message.contains(&want_msg)
                 } else {
@@ -318,17 +275,10 @@ fn invalid_eval_and_decode_cases_are_rejected() {
 /// out: their values only exist at run time).
 #[test]
 fn valid_files_evaluate_with_the_stdlib() {
-    let Some(dir) = corpus_dir() else {
-        println!("alloy corpus not found next to the crate; nothing to check");
+    let Some(root) = corpus::root() else {
         return;
     };
-    let valid = dir.join("../valid");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&valid)
-        .expect("valid dir readable")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "alloy"))
-        .collect();
-    paths.sort();
+    let paths = corpus::alloy_files(&root.join("valid"));
     let scope = Scope::stdlib();
     let (mut evaluated, mut skipped) = (0, 0);
     let mut failures = Vec::new();
