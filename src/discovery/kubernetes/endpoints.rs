@@ -331,8 +331,8 @@ pub(super) fn slim_ref(r: ObjectReference) -> ObjectReference {
 mod tests {
     use super::*;
     use crate::discovery::kubernetes::testutil::{
-        Labels, add_namespace, add_node, add_service, assert_targets, expect, got, obj, slimmed,
-        with_pods,
+        Labels, TEST_NS_LABELS, add_namespace, add_node, add_service, assert_targets, expect, got,
+        obj, slimmed, with_pods,
     };
     use serde_json::{Value, json};
 
@@ -565,37 +565,20 @@ mod tests {
         let mut caches = Caches::default();
         add_namespace(&mut caches);
         let ns_group = [
-            ("__meta_kubernetes_namespace", "test-ns"),
-            ("__meta_kubernetes_namespace_annotation_owner", "platform"),
-            (
-                "__meta_kubernetes_namespace_annotationpresent_owner",
-                "true",
-            ),
-            ("__meta_kubernetes_namespace_annotation_version", "v1.2.3"),
-            (
-                "__meta_kubernetes_namespace_annotationpresent_version",
-                "true",
-            ),
-            (
-                "__meta_kubernetes_namespace_label_environment",
-                "production",
-            ),
-            (
-                "__meta_kubernetes_namespace_labelpresent_environment",
-                "true",
-            ),
-            ("__meta_kubernetes_namespace_label_team", "backend"),
-            ("__meta_kubernetes_namespace_labelpresent_team", "true"),
-            ("__meta_kubernetes_endpoints_name", "testendpoints"),
-            (
-                "__meta_kubernetes_endpoints_annotation_test_annotation",
-                "test",
-            ),
-            (
-                "__meta_kubernetes_endpoints_annotationpresent_test_annotation",
-                "true",
-            ),
-        ];
+            TEST_NS_LABELS,
+            &[
+                ("__meta_kubernetes_endpoints_name", "testendpoints"),
+                (
+                    "__meta_kubernetes_endpoints_annotation_test_annotation",
+                    "test",
+                ),
+                (
+                    "__meta_kubernetes_endpoints_annotationpresent_test_annotation",
+                    "true",
+                ),
+            ],
+        ]
+        .concat();
         cases.push(Case {
             name: "namespace metadata",
             ep: make_endpoints("test-ns"),

@@ -121,23 +121,8 @@ pub fn slim(svc: Service) -> Service {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discovery::kubernetes::testutil::{expect, got, obj};
-    use k8s_openapi::api::core::v1::Namespace;
+    use crate::discovery::kubernetes::testutil::{TEST_NS_LABELS, add_namespace, expect, got, obj};
     use serde_json::json;
-
-    fn namespaced_caches() -> Caches {
-        let mut c = Caches::default();
-        let ns: Namespace = obj(json!({
-            "metadata": {
-                "name": "test-ns",
-                "labels": { "environment": "production", "team": "backend" },
-                "annotations": { "owner": "platform", "version": "v1.2.3" },
-            }
-        }));
-        c.namespaces
-            .insert((String::new(), "test-ns".to_string()), ns);
-        c
-    }
 
     /// Prometheus' `makeService(namespace)`.
     fn make_service(ns: &str) -> Service {
@@ -311,29 +296,10 @@ mod tests {
                 attach: ns_meta,
                 want: vec![expect(
                     &[
-                        ("__meta_kubernetes_namespace", "test-ns"),
-                        ("__meta_kubernetes_namespace_annotation_owner", "platform"),
-                        (
-                            "__meta_kubernetes_namespace_annotationpresent_owner",
-                            "true",
-                        ),
-                        ("__meta_kubernetes_namespace_annotation_version", "v1.2.3"),
-                        (
-                            "__meta_kubernetes_namespace_annotationpresent_version",
-                            "true",
-                        ),
-                        (
-                            "__meta_kubernetes_namespace_label_environment",
-                            "production",
-                        ),
-                        (
-                            "__meta_kubernetes_namespace_labelpresent_environment",
-                            "true",
-                        ),
-                        ("__meta_kubernetes_namespace_label_team", "backend"),
-                        ("__meta_kubernetes_namespace_labelpresent_team", "true"),
-                        ("__meta_kubernetes_service_name", "testservice"),
-                    ],
+                        TEST_NS_LABELS,
+                        &[("__meta_kubernetes_service_name", "testservice")],
+                    ]
+                    .concat(),
                     &[
                         ("__address__", "testservice.test-ns.svc:30900"),
                         ("__meta_kubernetes_service_cluster_ip", "10.0.0.1"),
@@ -448,7 +414,8 @@ mod tests {
                 want: vec![],
             },
         ];
-        let caches = namespaced_caches();
+        let mut caches = Caches::default();
+        add_namespace(&mut caches);
         for c in cases {
             let actual: Vec<_> = targets(&c.svc, &caches, c.attach).iter().map(got).collect();
             assert_eq!(actual, c.want, "{}", c.name);

@@ -76,6 +76,33 @@ pub fn add_node(c: &mut Caches, name: &str, az: &str) {
     c.nodes.insert(key("", name), n);
 }
 
+/// The labels `attach_metadata { namespace = true }` adds for the namespace of
+/// [`add_namespace`], with the namespace label itself.
+pub const TEST_NS_LABELS: &[(&str, &str)] = &[
+    ("__meta_kubernetes_namespace", "test-ns"),
+    ("__meta_kubernetes_namespace_annotation_owner", "platform"),
+    (
+        "__meta_kubernetes_namespace_annotationpresent_owner",
+        "true",
+    ),
+    ("__meta_kubernetes_namespace_annotation_version", "v1.2.3"),
+    (
+        "__meta_kubernetes_namespace_annotationpresent_version",
+        "true",
+    ),
+    (
+        "__meta_kubernetes_namespace_label_environment",
+        "production",
+    ),
+    (
+        "__meta_kubernetes_namespace_labelpresent_environment",
+        "true",
+    ),
+    ("__meta_kubernetes_namespace_label_team", "backend"),
+    ("__meta_kubernetes_namespace_labelpresent_team", "true"),
+];
+
+/// Prometheus' `test-ns` namespace, as its namespace-metadata tests create it.
 pub fn add_namespace(c: &mut Caches) {
     let n: Namespace = obj(json!({
         "metadata": {
