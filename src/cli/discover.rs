@@ -22,9 +22,8 @@ use clap::Args;
 use crate::discovery::kubernetes::{self, Arguments};
 use crate::discovery::relabel as relabel_component;
 use crate::syntax::decode;
-use crate::syntax::diag::{Diagnostic, Source};
+use crate::syntax::diag::Diagnostic;
 use crate::syntax::eval::{Scope, eval_body};
-use crate::syntax::parser::parse_file;
 
 const COMPONENT: &str = "discovery.kubernetes";
 const RELABEL: &str = "discovery.relabel";
@@ -54,15 +53,12 @@ fn label_of<'a>(id: &'a str, component: &str, flag: &str) -> anyhow::Result<&'a 
 
 pub(super) fn discover(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
     let label = label_of(&args.component, COMPONENT, "--component")?;
-    let name = args.config.display().to_string();
-    let bytes = std::fs::read(&args.config).with_context(|| format!("reading {name}"))?;
-    let src = String::from_utf8_lossy(&bytes).into_owned();
-    let source = Source::new(name.clone(), src.clone());
-    let (file, syntax) = parse_file(&src);
-    if syntax.iter().any(Diagnostic::is_error) {
-        eprint!("{}", source.render_all(&syntax));
-        bail!("{name} has syntax errors");
-    }
+    let super::LoadedConfig {
+        name,
+        src: _,
+        source,
+        file,
+    } = super::load_config(&args.config)?;
     let block = super::find_component(&file.body.stmts, COMPONENT, label)
         .ok_or_else(|| anyhow::anyhow!("{name} has no block {COMPONENT}.{label}"))?;
     let fail = |diags: Vec<Diagnostic>| {

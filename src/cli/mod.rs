@@ -68,6 +68,35 @@ pub(crate) struct RunArgs {
     storage_path: PathBuf,
 }
 
+/// A config file read and parsed for the offline debugging commands (`relabel`, `discover`).
+struct LoadedConfig {
+    /// The path as given, for messages.
+    name: String,
+    src: String,
+    source: crate::syntax::diag::Source,
+    file: crate::syntax::ast::File,
+}
+
+/// Reads and parses `path`; syntax errors are printed with carets and fail the command.
+fn load_config(path: &std::path::Path) -> anyhow::Result<LoadedConfig> {
+    use anyhow::Context as _;
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).with_context(|| format!("reading {name}"))?;
+    let src = String::from_utf8_lossy(&bytes).into_owned();
+    let source = crate::syntax::diag::Source::new(name.clone(), src.clone());
+    let (file, syntax) = crate::syntax::parser::parse_file(&src);
+    if syntax.iter().any(crate::syntax::diag::Diagnostic::is_error) {
+        eprint!("{}", source.render_all(&syntax));
+        anyhow::bail!("{name} has syntax errors");
+    }
+    Ok(LoadedConfig {
+        name,
+        src,
+        source,
+        file,
+    })
+}
+
 /// The top-level block `<name> "<label>"` of a config file.
 fn find_component<'a>(
     stmts: &'a [crate::syntax::ast::Stmt],

@@ -29,7 +29,6 @@ use crate::syntax::ast::{Block, Span, Stmt};
 use crate::syntax::decode;
 use crate::syntax::diag::{Diagnostic, Source};
 use crate::syntax::eval::{Scope, eval_body};
-use crate::syntax::parser::parse_file;
 
 const COMPONENT: &str = "discovery.relabel";
 
@@ -62,16 +61,12 @@ pub(super) fn relabel(args: RelabelArgs) -> anyhow::Result<ExitCode> {
             args.component
         ),
     };
-    let name = args.config.display().to_string();
-    let bytes = std::fs::read(&args.config).with_context(|| format!("reading {name}"))?;
-    let src = String::from_utf8_lossy(&bytes).into_owned();
-    let source = Source::new(name.clone(), src.clone());
-
-    let (file, syntax) = parse_file(&src);
-    if syntax.iter().any(Diagnostic::is_error) {
-        eprint!("{}", source.render_all(&syntax));
-        bail!("{name} has syntax errors");
-    }
+    let super::LoadedConfig {
+        name,
+        src,
+        source,
+        file,
+    } = super::load_config(&args.config)?;
     let block = find_block(&file.body.stmts, &label).ok_or_else(|| {
         let found: Vec<String> = file
             .body
