@@ -6,6 +6,7 @@ pub mod cli;
 pub mod components;
 pub mod debug;
 pub mod discovery;
+pub mod ebpf;
 pub mod httpclient;
 pub mod pprof;
 pub mod profiles;

@@ -18,4 +18,8 @@ pub fn builtin() -> Registry {
             "discovery.relabel",
         ))
         .with(Registration::new::<crate::discovery::kubernetes::Kubernetes>("discovery.kubernetes"))
+        .with(Registration::new::<crate::discovery::process::Process>(
+            "discovery.process",
+        ))
+        .with(Registration::new::<crate::ebpf::Ebpf>("pyroscope.ebpf"))
 }

@@ -7,11 +7,13 @@
 //!
 //! * [`kubernetes`]: `discovery.kubernetes`, targets from the Kubernetes API with Prometheus'
 //!   `__meta_kubernetes_*` labels.
+//! * [`process`]: `discovery.process`, one target per local process from `/proc`.
 //! * [`target`]: how targets travel between components: shared label sets that behave as
 //!   objects of strings.
 //! * [`relabel`]: `discovery.relabel`, the relabel engine (`crate::relabel`) applied to a
 //!   target list.
 
 pub mod kubernetes;
+pub mod process;
 pub mod relabel;
 pub mod target;

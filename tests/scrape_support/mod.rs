@@ -109,11 +109,34 @@ impl Scraper {
         config: impl FnOnce(&str) -> String,
         env: &[(&str, &str)],
     ) -> Scraper {
+        Self::start_as(&[], std::path::Path::new(BIN), config, env).await
+    }
+
+    /// [`Scraper::start_with_env`] running `bin` under a wrapper command, e.g.
+    /// `["setpriv", "--reuid=65534", ...]`. The temp dir (config, storage) is world-writable
+    /// so an unprivileged user can use it.
+    pub async fn start_as(
+        wrapper: &[&str],
+        bin: &std::path::Path,
+        config: impl FnOnce(&str) -> String,
+        env: &[(&str, &str)],
+    ) -> Scraper {
+        use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
+            .expect("chmod temp dir");
         let addr = format!("127.0.0.1:{}", free_port());
         let path = dir.path().join("scrape.alloy");
         std::fs::write(&path, config(&addr)).expect("write config");
-        let mut child = Command::new(BIN)
+        let mut command = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        let mut child = command
             .arg("run")
             .arg(&path)
             .arg("--server.http.listen-addr")

@@ -1,0 +1,148 @@
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use super::*;
+
+fn bpf_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bpf")
+}
+
+/// The committed object must be built from the committed sources: `bpf/build.sh` writes the
+/// sources' sha256 next to the object, and an edit without a rebuild breaks this test.
+#[test]
+fn source_hash_matches_the_committed_object() {
+    let dir = bpf_dir();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("cat scraper_bpf.h profile.bpf.c | sha256sum | cut -d' ' -f1")
+        .current_dir(&dir)
+        .output()
+        .expect("sha256sum runs");
+    assert!(out.status.success(), "{out:?}");
+    let actual = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let stamp = std::fs::read_to_string(dir.join("profile.bpf.sha256")).expect("stamp");
+    assert_eq!(
+        actual,
+        stamp.trim(),
+        "bpf/*.c or bpf/*.h changed but bpf/profile.bpf.o was not rebuilt: run bpf/build.sh"
+    );
+    // The embedded object is the committed file.
+    let on_disk = std::fs::read(dir.join("profile.bpf.o")).expect("object");
+    assert_eq!(on_disk, OBJECT);
+}
+
+#[test]
+fn records_decode_and_frames_are_bounded() {
+    let mut b = vec![0u8; RECORD_SIZE];
+    b[0..4].copy_from_slice(&42u32.to_ne_bytes());
+    b[4..8].copy_from_slice(&43u32.to_ne_bytes());
+    b[8..12].copy_from_slice(&2u32.to_ne_bytes());
+    // A corrupt length is clamped to the array, never read past it.
+    b[12..16].copy_from_slice(&1000u32.to_ne_bytes());
+    b[16..20].copy_from_slice(b"spin");
+    b[32..40].copy_from_slice(&0x1000u64.to_ne_bytes());
+    b[40..48].copy_from_slice(&0x2000u64.to_ne_bytes());
+    let s = parse_record(&b).expect("decodes");
+    assert_eq!((s.pid, s.tid), (42, 43));
+    assert_eq!(s.user, [0x1000, 0x2000]);
+    assert_eq!(s.kernel.len(), MAX_FRAMES);
+    assert_eq!(&s.comm[..4], b"spin");
+    assert!(parse_record(&b[..RECORD_SIZE - 1]).is_none());
+}
+
+#[test]
+fn ring_is_a_power_of_two_sized_for_the_drain_period() {
+    for (cpus, hz, ms) in [
+        (1, 97, 200),
+        (2, 97, 200),
+        (64, 97, 200),
+        (512, 997, 1000),
+        (1, 1, 0),
+    ] {
+        let size = ring_size(cpus, hz, ms);
+        assert!(size.is_power_of_two(), "{size}");
+        assert!((256 << 10..=64 << 20).contains(&size), "{size}");
+        let per_period = cpus as u64 * hz * ms.max(1) / 1000;
+        assert!(
+            size as u64 >= (per_period * RING_RECORD_SIZE as u64).min(64 << 20),
+            "{cpus} cpus {hz} Hz {ms} ms: {size}"
+        );
+    }
+}
+
+/// Whether a refused load must fail the test (CI runs as root and sets it).
+pub(crate) fn bpf_required() -> bool {
+    std::env::var("SCRAPER_REQUIRE_BPF").is_ok_and(|v| v == "1")
+}
+
+struct Busy(Child);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Loads and attaches the real program as root, samples a busy shell, and checks what the
+/// ring delivers.
+#[test]
+fn samples_a_busy_process_through_the_ring() {
+    let busy = Busy(
+        Command::new("sh")
+            .arg("-c")
+            .arg("while :; do :; done")
+            .spawn()
+            .expect("spawn sh"),
+    );
+    let pid = busy.0.id();
+    let mut sampler = match BpfSampler::load(Options {
+        frequency: 97,
+        kernel_frames: true,
+        filter: true,
+        drain_period_ms: 200,
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            assert!(!bpf_required(), "SCRAPER_REQUIRE_BPF=1 but {e}");
+            eprintln!(
+                "skipped: BPF not permitted here (run as root or with CAP_BPF+CAP_PERFMON; SCRAPER_REQUIRE_BPF=1 makes this fatal): {e}"
+            );
+            return;
+        }
+    };
+    sampler
+        .set_filter(Some(&HashSet::from([pid])))
+        .expect("filter");
+    assert!(sampler.set_filter(None).is_err());
+    let mut samples = Vec::new();
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_millis(200));
+        sampler.drain(&mut |s| samples.push(s));
+    }
+    // 1.6 s at 97 Hz is ~155 ticks on an idle CPU; a loaded 2-core machine gives fewer.
+    assert!(samples.len() >= 30, "only {} samples", samples.len());
+    assert!(
+        samples.iter().all(|s| s.pid == pid),
+        "a non-target was sampled"
+    );
+    assert!(
+        samples.iter().all(|s| !s.user.is_empty()),
+        "empty user stack"
+    );
+    assert!(samples.iter().all(|s| s.comm.starts_with(b"sh")));
+    let stats = sampler.stats();
+    assert!(stats.samples >= samples.len() as u64, "{stats:?}");
+    assert_eq!(stats.ring_full, 0, "{stats:?}");
+
+    // Removing the pid stops its sampling.
+    sampler.set_filter(Some(&HashSet::new())).expect("filter");
+    std::thread::sleep(Duration::from_millis(100));
+    sampler.drain(&mut |_| {});
+    std::thread::sleep(Duration::from_millis(400));
+    let mut after = 0;
+    sampler.drain(&mut |_| after += 1);
+    assert_eq!(after, 0);
+}

@@ -1,0 +1,42 @@
+//! `pyroscope.ebpf`: an embedded CPU sampler for processes without a pprof endpoint (C, Rust,
+//! stripped Go, sidecars...), in Alloy's block and labels.
+//!
+//! ```text
+//! targets (pids, container ids) ─► session thread ─► sampler (BPF ring, or perf fallback)
+//!                                       │  drain every 200 ms: match pid → target,
+//!                                       │  symbolize new stacks while the process lives
+//!                                       └► every collect_interval: one pprof per process ─► forward_to
+//! ```
+//!
+//! * [`args`]: the block's arguments (every Alloy argument accepted; what each does here).
+//! * [`component`]: the component, a thin shell over [`session`].
+//! * [`session`]: the sampling thread: sampler choice by capability (BPF, else perf, else a
+//!   clear error), draining, target matching, collection.
+//! * [`targets`]: pid / container-id matching and profile labels (service_name inference).
+//! * [`profile`]: stacks of one interval to pprof.
+//! * [`sample`]: what every sampler produces (one stack per tick) and the [`sample::Sampler`]
+//!   trait.
+//! * [`bpf`]: the BPF sampler (the program in `bpf/`, loaded with aya; a ring of raw stacks).
+//! * [`perf`]: the fallback without BPF privileges: `perf_event_open` per thread.
+//! * [`symbolize`]: addresses to function names, resolved while the process is alive and cached
+//!   per binary (blazesym for ELF/DWARF/kallsyms, our own `.gopclntab` reader for Go).
+//! * [`caps`]: the capability check that picks the sampler.
+//! * [`metrics`]: Alloy's `pyroscope_ebpf_*` metrics.
+//!
+//! Unwinding is by frame pointers only: Go and code built with frame pointers get complete
+//! stacks; a user stack that does not reach a known root function ends in a synthetic
+//! `[truncated]` frame rather than being silently short.
+
+pub mod args;
+pub mod bpf;
+pub mod caps;
+pub mod component;
+pub mod metrics;
+pub mod perf;
+pub mod profile;
+pub mod sample;
+pub mod session;
+pub mod symbolize;
+pub mod targets;
+
+pub use component::Ebpf;

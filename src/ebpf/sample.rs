@@ -1,0 +1,47 @@
+//! What a sampler hands the session: one raw stack per sampling tick.
+
+use std::collections::HashSet;
+
+/// One sample: the thread that was on CPU and its stacks, leaf first, as raw addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawSample {
+    /// The process (thread group) id.
+    pub pid: u32,
+    /// The thread id.
+    pub tid: u32,
+    /// The thread's `comm`, NUL-padded.
+    pub comm: [u8; 16],
+    /// User-space return addresses, leaf first; empty for kernel threads or when not collected.
+    pub user: Vec<u64>,
+    /// Kernel addresses, leaf first; empty when the sample was taken in user mode or kernel
+    /// frames are off.
+    pub kernel: Vec<u64>,
+}
+
+/// A source of samples, drained periodically by the session.
+pub trait Sampler: Send {
+    /// Restricts sampling to these processes (`None`: every process on the host).
+    fn set_filter(&mut self, pids: Option<&HashSet<u32>>) -> Result<(), SamplerError>;
+
+    /// Hands every sample collected since the last call to `each`.
+    fn drain(&mut self, each: &mut dyn FnMut(RawSample));
+
+    /// Problems worth showing in the component's debug info (e.g. a process that could not be
+    /// followed), newest last. Empty when all is well.
+    fn problems(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Why a sampler could not start or change its filter.
+#[derive(Debug, thiserror::Error)]
+pub enum SamplerError {
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{what}: {source}")]
+    Os {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,365 @@
+//! `pyroscope.ebpf` end to end: `scraper run` profiles real busy programs (C and Rust built
+//! with frame pointers, Go with and without symbols) and pushes `process_cpu` profiles to the
+//! recording Pyroscope receiver.
+//!
+//! * As root the BPF sampler runs. Without root the BPF test skips with the reason, unless
+//!   `SCRAPER_REQUIRE_BPF=1` (CI runs as root and sets it) makes that a failure.
+//! * The fallback test drops every capability with `setpriv` (uid 65534) and checks that the
+//!   component says why BPF is not used, samples its same-uid target with perf_event_open, and
+//!   reports exactly which capability a whole-host configuration lacks.
+
+mod scrape_support;
+mod support;
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use scrape_support::{BIN, Proc, Scraper, decode, have_go};
+use support::go::repo;
+use support::pyroscope_receiver::{PyroscopeReceiver, Received};
+
+fn bpf_required() -> bool {
+    std::env::var("SCRAPER_REQUIRE_BPF").is_ok_and(|v| v == "1")
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether this test may run; prints why not (and fails when BPF is required).
+fn need_root(what: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    assert!(
+        !bpf_required(),
+        "SCRAPER_REQUIRE_BPF=1 but not root: {what} needs root"
+    );
+    eprintln!("skipped: {what} needs root (CI runs as root with SCRAPER_REQUIRE_BPF=1)");
+    false
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A world-readable temp dir (the fallback test runs programs as another user).
+fn open_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
+fn build_c(dir: &Path) -> PathBuf {
+    let bin = dir.join("busy_c");
+    run(Command::new("gcc")
+        .args(["-O2", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(repo().join("tests/ebpf/busy.c")));
+    bin
+}
+
+fn build_rust(dir: &Path) -> PathBuf {
+    let bin = dir.join("busy_rs");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    run(Command::new(rustc)
+        .args(["-O", "-C", "force-frame-pointers=yes", "-o"])
+        .arg(&bin)
+        .arg(repo().join("tests/ebpf/busy.rs")));
+    bin
+}
+
+fn build_go(dir: &Path, stripped: bool) -> PathBuf {
+    let bin = dir.join(if stripped {
+        "busy_go_stripped"
+    } else {
+        "busy_go"
+    });
+    let mut cmd = Command::new("go");
+    cmd.arg("build");
+    if stripped {
+        cmd.arg("-ldflags=-s -w");
+    }
+    run(cmd
+        .arg("-o")
+        .arg(&bin)
+        .arg(repo().join("tests/go/busyloop/main.go"))
+        .env("GO111MODULE", "off")
+        .env("GOPATH", dir.join("gopath"))
+        .env("GOFLAGS", ""));
+    bin
+}
+
+fn spawn(wrapper: &[&str], bin: &Path) -> Proc {
+    let mut cmd = match wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+    Proc { child }
+}
+
+/// Self samples per leaf function over all `profiles`, and their total.
+fn leaf_shares(profiles: &[&Received]) -> (HashMap<String, i64>, i64) {
+    let mut by_leaf: HashMap<String, i64> = HashMap::new();
+    let mut total = 0;
+    for r in profiles {
+        let p = decode(&r.raw);
+        let s = |i: i64| p.string_table[i as usize].clone();
+        assert_eq!(s(p.sample_type[0].r#type), "cpu");
+        assert_eq!(s(p.sample_type[0].unit), "nanoseconds");
+        for sample in &p.sample {
+            let v = sample.value[0];
+            total += v;
+            let leaf = sample
+                .location_id
+                .first()
+                .and_then(|&id| p.location.iter().find(|l| l.id == id))
+                .and_then(|l| l.line.first())
+                .and_then(|line| p.function.iter().find(|f| f.id == line.function_id))
+                .map(|f| s(f.name))
+                .unwrap_or_default();
+            *by_leaf.entry(leaf).or_default() += v;
+        }
+    }
+    (by_leaf, total)
+}
+
+/// The heaviest leaf function and its share.
+fn top(profiles: &[&Received]) -> (String, f64, usize) {
+    let (by_leaf, total) = leaf_shares(profiles);
+    let (name, v) = by_leaf
+        .into_iter()
+        .max_by_key(|(_, v)| *v)
+        .unwrap_or_default();
+    let samples = profiles
+        .iter()
+        .map(|r| {
+            decode(&r.raw)
+                .sample
+                .iter()
+                .map(|s| s.value[0])
+                .sum::<i64>()
+        })
+        .sum::<i64>();
+    (name, v as f64 / total.max(1) as f64, samples as usize)
+}
+
+fn config(addr: &str, dir: &Path, receiver: &str, collect: &str) -> String {
+    format!(
+        r#"
+discovery.process "all" {{
+  refresh_interval = "1s"
+}}
+
+discovery.relabel "busy" {{
+  targets = discovery.process.all.targets
+  rule {{
+    source_labels = ["__meta_process_exe"]
+    regex         = "{dir}/busy_.*"
+    action        = "keep"
+  }}
+  rule {{
+    source_labels = ["__meta_process_exe"]
+    regex         = ".*/(busy_.*)"
+    target_label  = "service_name"
+  }}
+  rule {{
+    source_labels = ["__process_pid__"]
+    target_label  = "pid"
+  }}
+}}
+
+pyroscope.ebpf "busy" {{
+  targets          = discovery.relabel.busy.output
+  forward_to       = [pyroscope.write.out.receiver]
+  collect_interval = "{collect}"
+  demangle         = "full"
+}}
+
+pyroscope.write "out" {{
+  endpoint {{
+    url = "{receiver}"
+  }}
+}}
+
+// Not used by the pipeline: keeps the server address in the config for the test harness.
+// {addr}
+"#,
+        dir = dir.display(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bpf_profiles_name_the_hot_function_of_c_rust_and_go() {
+    if !need_root("loading BPF") {
+        return;
+    }
+    if !have_go() {
+        return;
+    }
+    let dir = open_dir();
+    let programs = [
+        (build_c(dir.path()), "hot_c_spin"),
+        (build_rust(dir.path()), "hot_rust_spin"),
+        (build_go(dir.path(), false), "main.hotGoSpin"),
+        (build_go(dir.path(), true), "main.hotGoSpin"),
+    ];
+    let receiver = PyroscopeReceiver::start().await;
+    let procs: Vec<Proc> = programs.iter().map(|(bin, _)| spawn(&[], bin)).collect();
+    let url = receiver.url();
+    let scraper = Scraper::start(|addr| config(addr, dir.path(), &url, "10s")).await;
+
+    // 20 s of profiling: two collection intervals.
+    tokio::time::sleep(Duration::from_secs(21)).await;
+    let info = scraper.component("pyroscope.ebpf.busy").await;
+    assert_eq!(
+        info["debugInfo"]["mode"],
+        "bpf",
+        "{info:#}\n{}",
+        scraper.logs()
+    );
+    let received = receiver.received();
+    for ((bin, hot), proc) in programs.iter().zip(&procs) {
+        let service = bin.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let mine: Vec<&Received> = received
+            .iter()
+            .filter(|r| r.label("service_name") == Some(service))
+            .collect();
+        assert!(
+            !mine.is_empty(),
+            "no profile for {service}; got {:?}\n{info:#}\n{}",
+            received.iter().map(|r| &r.labels).collect::<Vec<_>>(),
+            scraper.logs()
+        );
+        for r in &mine {
+            assert_eq!(r.label("__name__"), Some("process_cpu"), "{:?}", r.labels);
+            assert_eq!(
+                r.label("pid"),
+                Some(proc.pid().to_string().as_str()),
+                "per-process label: {:?}",
+                r.labels
+            );
+        }
+        let (name, share, _) = top(&mine);
+        eprintln!(
+            "{service}: top {name} {:.1}% over {} profiles",
+            share * 100.0,
+            mine.len()
+        );
+        assert!(
+            name.contains(hot),
+            "{service}: top function {name}, expected {hot}"
+        );
+        assert!(
+            share > 0.8,
+            "{service}: {name} has only {:.1}%",
+            share * 100.0
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_capabilities_the_perf_fallback_profiles_same_uid_targets() {
+    if !need_root("dropping to an unprivileged user") {
+        return;
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        assert!(!bpf_required(), "setpriv (util-linux) is missing");
+        eprintln!("skipped: setpriv is missing");
+        return;
+    }
+    let dir = open_dir();
+    let busy = build_c(dir.path());
+    // The scraper binary may live under a directory uid 65534 cannot enter.
+    let bin = dir.path().join("scraper");
+    std::fs::copy(BIN, &bin).expect("copy scraper");
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let nobody = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+    ];
+    let target = spawn(&nobody, &busy);
+    let receiver = PyroscopeReceiver::start().await;
+    let url = receiver.url();
+    let pid = target.pid();
+    let scraper = Scraper::start_as(
+        &nobody,
+        &bin,
+        |addr| {
+            format!(
+                r#"
+pyroscope.ebpf "mine" {{
+  targets          = [{{"__process_pid__" = "{pid}", "service_name" = "fallback"}}]
+  forward_to       = [pyroscope.write.out.receiver]
+  collect_interval = "4s"
+}}
+
+pyroscope.ebpf "host" {{
+  targets_only = false
+  forward_to   = [pyroscope.write.out.receiver]
+}}
+
+pyroscope.write "out" {{
+  endpoint {{
+    url = "{url}"
+  }}
+}}
+// {addr}
+"#
+            )
+        },
+        &[],
+    )
+    .await;
+    let got = scraper
+        .wait(Duration::from_secs(20), |_| {
+            receiver
+                .received()
+                .iter()
+                .any(|r| r.label("service_name") == Some("fallback"))
+        })
+        .await;
+    let mine = scraper.component("pyroscope.ebpf.mine").await;
+    assert!(got, "no fallback profile\n{mine:#}\n{}", scraper.logs());
+    assert_eq!(mine["debugInfo"]["mode"], "perf", "{mine:#}");
+    let reason = mine["debugInfo"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("missing CAP_BPF and CAP_PERFMON"),
+        "{reason}"
+    );
+    let received = receiver.received();
+    let profiles: Vec<&Received> = received
+        .iter()
+        .filter(|r| r.label("service_name") == Some("fallback"))
+        .collect();
+    let (name, share, _) = top(&profiles);
+    assert_eq!(name, "hot_c_spin", "{share}");
+
+    // The whole-host component cannot run unprivileged, and says exactly why; the other
+    // component kept working.
+    let host = scraper.component("pyroscope.ebpf.host").await;
+    assert_eq!(host["debugInfo"]["mode"], "failed", "{host:#}");
+    let error = host["debugInfo"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("CAP_PERFMON"), "{error}");
+    assert_eq!(host["health"]["state"], "unhealthy", "{host:#}");
+    drop(target);
+}
