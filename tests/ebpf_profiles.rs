@@ -4,6 +4,9 @@
 //!
 //! * As root the BPF sampler runs. Without root the BPF test skips with the reason, unless
 //!   `SCRAPER_REQUIRE_BPF=1` (CI runs as root and sets it) makes that a failure.
+//! * The Kubernetes test puts a busy process in a cgroup named like a containerd container and
+//!   serves its pod from the fake API server: `discovery.kubernetes` targets match the process
+//!   by container id, so its profiles carry the pod's labels.
 //! * The fallback test drops every capability with `setpriv` (uid 65534) and checks that the
 //!   component says why BPF is not used, samples its same-uid target with perf_event_open, and
 //!   reports exactly which capability a whole-host configuration lacks.
@@ -18,6 +21,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use scrape_support::{BIN, Proc, Scraper, decode, have_go};
+use serde_json::json;
+use support::fake_kube::FakeKube;
 use support::go::repo;
 use support::pyroscope_receiver::{PyroscopeReceiver, Received};
 
@@ -362,4 +367,169 @@ pyroscope.write "out" {{
     assert!(error.contains("CAP_PERFMON"), "{error}");
     assert_eq!(host["health"]["state"], "unhealthy", "{host:#}");
     drop(target);
+}
+
+/// A cgroup v2 leaf named like containerd's, holding one process; removed on drop.
+struct ContainerCgroup {
+    dir: PathBuf,
+}
+
+impl ContainerCgroup {
+    fn new(id: &str, pid: u32) -> ContainerCgroup {
+        let root = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.join("cgroup.procs").exists())
+            .expect("a cgroup v2 hierarchy");
+        let parent = root.join(format!("scraper-test-{}", std::process::id()));
+        let dir = parent.join(format!("cri-containerd-{id}.scope"));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        std::fs::write(dir.join("cgroup.procs"), pid.to_string())
+            .unwrap_or_else(|e| panic!("moving {pid} into {}: {e}", dir.display()));
+        ContainerCgroup { dir }
+    }
+}
+
+impl Drop for ContainerCgroup {
+    fn drop(&mut self) {
+        // The process is killed first (it is dropped before this); an empty cgroup can go.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(parent) = self.dir.parent() {
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubernetes_targets_label_the_profiles_of_their_containers() {
+    if !need_root("creating cgroups and loading BPF") {
+        return;
+    }
+    let dir = open_dir();
+    let busy = build_c(dir.path());
+    let id = "5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592";
+    let target = spawn(&[], &busy);
+    let cgroup = ContainerCgroup::new(id, target.pid());
+    let cgroup_file =
+        std::fs::read_to_string(format!("/proc/{}/cgroup", target.pid())).expect("cgroup file");
+    assert!(cgroup_file.contains(id), "{cgroup_file}");
+
+    let fake = FakeKube::start().await;
+    fake.apply(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "collector-0", "namespace": "otel", "uid": "uid-collector-0",
+            "labels": {"app.kubernetes.io/name": "collector"}},
+        "spec": {"nodeName": "node-1", "containers": [
+            {"name": "otc-container", "image": "otel/opentelemetry-collector:0.112.0"}
+        ]},
+        "status": {"phase": "Running", "podIP": "10.1.2.3", "hostIP": "192.168.0.1",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "otc-container", "ready": true, "restartCount": 0,
+                "image": "otel/opentelemetry-collector:0.112.0", "imageID": "",
+                "containerID": format!("containerd://{id}")}]}
+    }));
+    // A pod whose container runs nowhere on this host: matches no process.
+    fake.apply(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "other-0", "namespace": "otel", "uid": "uid-other-0"},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "x"}]},
+        "status": {"phase": "Running", "podIP": "10.1.2.4",
+            "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0, "image": "x",
+                "imageID": "", "containerID": format!("containerd://{}", "e".repeat(64))}]}
+    }));
+    let kubeconfig = fake.kubeconfig(dir.path());
+    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
+    let receiver = PyroscopeReceiver::start().await;
+    let url = receiver.url();
+    let scraper = Scraper::start_with_env(
+        |addr| {
+            format!(
+                r#"
+discovery.kubernetes "pods" {{
+  role = "pod"
+}}
+
+// What seed configs do with the k8sattributes processor: pod metadata as profile labels.
+discovery.relabel "pods" {{
+  targets = discovery.kubernetes.pods.targets
+  rule {{
+    source_labels = ["__meta_kubernetes_namespace"]
+    target_label  = "namespace"
+  }}
+  rule {{
+    source_labels = ["__meta_kubernetes_pod_name"]
+    target_label  = "pod"
+  }}
+  rule {{
+    source_labels = ["__meta_kubernetes_pod_container_name"]
+    target_label  = "container"
+  }}
+}}
+
+pyroscope.ebpf "pods" {{
+  targets          = discovery.relabel.pods.output
+  forward_to       = [pyroscope.write.out.receiver]
+  collect_interval = "3s"
+}}
+
+pyroscope.write "out" {{
+  endpoint {{
+    url = "{url}"
+  }}
+}}
+// {addr}
+"#
+            )
+        },
+        &[("KUBECONFIG", kubeconfig.as_str())],
+    )
+    .await;
+    let got = scraper
+        .wait(Duration::from_secs(25), |_| {
+            receiver
+                .received()
+                .iter()
+                .any(|r| r.label("pod") == Some("collector-0"))
+        })
+        .await;
+    let info = scraper.component("pyroscope.ebpf.pods").await;
+    assert!(got, "no profile for the pod\n{info:#}\n{}", scraper.logs());
+    let received = receiver.received();
+    let mine: Vec<&Received> = received
+        .iter()
+        .filter(|r| r.label("pod") == Some("collector-0"))
+        .collect();
+    for r in &mine {
+        assert_eq!(r.label("namespace"), Some("otel"), "{:?}", r.labels);
+        assert_eq!(
+            r.label("container"),
+            Some("otc-container"),
+            "{:?}",
+            r.labels
+        );
+        assert_eq!(
+            r.label("service_name"),
+            Some("ebpf/otel/otc-container"),
+            "{:?}",
+            r.labels
+        );
+        assert_eq!(r.label("__name__"), Some("process_cpu"));
+    }
+    let (name, _, _) = top(&mine);
+    assert_eq!(name, "hot_c_spin");
+    assert!(
+        received
+            .iter()
+            .all(|r| r.label("pod") == Some("collector-0")),
+        "only the pod's process is profiled: {:?}",
+        received.iter().map(|r| &r.labels).collect::<Vec<_>>()
+    );
+    drop(scraper);
+    drop(target);
+    drop(cgroup);
 }

@@ -10,12 +10,15 @@ use std::collections::HashSet;
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::PerfEvent;
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
-use aya::{Btf, Ebpf, EbpfLoader};
+use aya::{Ebpf, EbpfLoader};
 
 use super::sample::{RawSample, Sampler, SamplerError};
 
 /// The compiled program (see `bpf/build.sh`).
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../bpf/profile.bpf.o");
+
+/// The running kernel's BTF, which CO-RE relocations are resolved against.
+const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 
 /// `MAX_FRAMES` in profile.bpf.c.
 const MAX_FRAMES: usize = 127;
@@ -96,16 +99,19 @@ pub struct BpfSampler {
 impl BpfSampler {
     /// Loads, verifies and attaches the program on every online CPU.
     pub fn load(opts: Options) -> Result<Self, BpfError> {
-        // aya's default loader silently ignores a missing BTF, which would turn CO-RE reads
-        // into garbage; ask for it explicitly.
-        let btf = Btf::from_sys_fs().map_err(|e| BpfError::Btf(chain(&e)))?;
+        // EbpfLoader::new() parses the kernel BTF itself (a ~25 MB transient parse of the 5 MB
+        // /sys/kernel/btf/vmlinux) but silently carries on without it, which would turn the
+        // CO-RE read into garbage: check it is there first. Parsing our own copy for `.btf()`
+        // would double the peak memory.
+        if let Err(e) = std::fs::metadata(KERNEL_BTF) {
+            return Err(BpfError::Btf(e.to_string()));
+        }
         let cpus =
             aya::util::online_cpus().map_err(|(what, e)| BpfError::Cpus(format!("{what}: {e}")))?;
         let ring_bytes = ring_size(cpus.len(), opts.frequency, opts.drain_period_ms);
         let filter = u8::from(opts.filter);
         let kernel = u8::from(opts.kernel_frames);
         let mut ebpf = EbpfLoader::new()
-            .btf(Some(&btf))
             .override_global("filter_targets", &filter, true)
             .override_global("kernel_frames", &kernel, true)
             .map_max_entries("records", ring_bytes)

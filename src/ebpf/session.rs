@@ -30,6 +30,9 @@ pub const DRAIN_PERIOD: Duration = Duration::from_millis(200);
 /// How often processes are matched against container targets again (new processes in a
 /// container must be found before they can be sampled).
 const RESCAN_PERIOD: Duration = Duration::from_secs(5);
+/// Deepest user stack the samplers copy (`MAX_FRAMES` in bpf/profile.bpf.c); a stack this deep
+/// was cut by the limit.
+const MAX_USER_DEPTH: usize = 127;
 /// Name of the synthetic frame marking a user stack that did not reach its root.
 pub const TRUNCATED_FRAME: &str = "[truncated]";
 
@@ -511,13 +514,32 @@ impl Sampler for SharedBpf {
 /// A sample's frames in pprof order (leaf first): kernel, user, the truncation marker, and
 /// the thread name as the root when asked for.
 fn frames(symbolizer: &mut Symbolizer, s: &RawSample, comm_frame: bool) -> Vec<Frame> {
-    let mut out = Vec::with_capacity(s.kernel.len() + s.user.len() + 2);
-    if !s.kernel.is_empty() {
-        out.extend(symbolizer.kernel(&s.kernel));
-    }
-    if !s.user.is_empty() {
-        let user = symbolizer.user(s.pid, &s.user);
-        let complete = s.user.len() < 127
+    let kernel = if s.kernel.is_empty() {
+        Vec::new()
+    } else {
+        symbolizer.kernel(&s.kernel)
+    };
+    let user = if s.user.is_empty() {
+        Vec::new()
+    } else {
+        symbolizer.user(s.pid, &s.user)
+    };
+    let comm = comm_frame.then_some(&s.comm);
+    assemble(kernel, user, s.user.len(), comm)
+}
+
+/// Joins symbolized frames: a user stack that does not end in a root function (frame-pointer
+/// unwinding stopped early, or hit the depth limit) gets a [`TRUNCATED_FRAME`] so that
+/// flame graphs show it as cut, not as a short stack.
+fn assemble(
+    kernel: Vec<Frame>,
+    user: Vec<Frame>,
+    user_depth: usize,
+    comm: Option<&[u8; 16]>,
+) -> Vec<Frame> {
+    let mut out = kernel;
+    if !user.is_empty() {
+        let complete = user_depth < MAX_USER_DEPTH
             && user
                 .last()
                 .is_some_and(|f| ROOT_FUNCTIONS.contains(&&*f.function));
@@ -529,10 +551,10 @@ fn frames(symbolizer: &mut Symbolizer, s: &RawSample, comm_frame: bool) -> Vec<F
             });
         }
     }
-    if comm_frame {
-        let end = s.comm.iter().position(|&b| b == 0).unwrap_or(16);
+    if let Some(comm) = comm {
+        let end = comm.iter().position(|&b| b == 0).unwrap_or(16);
         out.push(Frame {
-            function: String::from_utf8_lossy(&s.comm[..end]).into(),
+            function: String::from_utf8_lossy(&comm[..end]).into(),
             module: "".into(),
         });
     }
@@ -546,4 +568,92 @@ fn all_pids() -> Vec<u32> {
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(name: &str) -> Frame {
+        Frame {
+            function: name.into(),
+            module: "m".into(),
+        }
+    }
+
+    fn names(frames: &[Frame]) -> Vec<&str> {
+        frames.iter().map(|f| &*f.function).collect()
+    }
+
+    #[test]
+    fn stacks_that_miss_their_root_are_marked_truncated() {
+        let mut comm = [0u8; 16];
+        comm[..4].copy_from_slice(b"spin");
+        // (kernel, user, user depth, comm, expected frames)
+        type Case<'a> = (
+            Vec<Frame>,
+            Vec<Frame>,
+            usize,
+            Option<&'a [u8; 16]>,
+            Vec<&'a str>,
+        );
+        let cases: Vec<Case> = vec![
+            // Frame pointers all the way: complete.
+            (
+                vec![],
+                vec![f("hot"), f("main"), f("__libc_start_call_main")],
+                3,
+                None,
+                vec!["hot", "main", "__libc_start_call_main"],
+            ),
+            (
+                vec![],
+                vec![
+                    f("main.hot"),
+                    f("main.main"),
+                    f("runtime.main"),
+                    f("runtime.goexit"),
+                ],
+                4,
+                None,
+                vec!["main.hot", "main.main", "runtime.main", "runtime.goexit"],
+            ),
+            // No frame pointers: the walk stopped in the middle.
+            (
+                vec![],
+                vec![f("crunch"), f("[unknown]")],
+                2,
+                None,
+                vec!["crunch", "[unknown]", TRUNCATED_FRAME],
+            ),
+            // Cut by the depth limit even if the last frame looks like a root.
+            (
+                vec![],
+                vec![f("a"), f("_start")],
+                MAX_USER_DEPTH,
+                None,
+                vec!["a", "_start", TRUNCATED_FRAME],
+            ),
+            // Kernel frames first; a kernel thread has no user part and no marker; the thread
+            // name is the root.
+            (
+                vec![f("do_syscall_64")],
+                vec![f("read"), f("main"), f("_start")],
+                3,
+                Some(&comm),
+                vec!["do_syscall_64", "read", "main", "_start", "spin"],
+            ),
+            (
+                vec![f("worker_thread"), f("kthread")],
+                vec![],
+                0,
+                None,
+                vec!["worker_thread", "kthread"],
+            ),
+        ];
+        for (kernel, user, depth, comm, want) in cases {
+            let got = assemble(kernel, user, depth, comm);
+            assert_eq!(names(&got), want);
+        }
+    }
 }

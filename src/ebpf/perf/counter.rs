@@ -122,7 +122,11 @@ impl Opener {
                      and time spent in the kernel is not sampled"
                 );
                 if problems.record_kernel_frames(message) {
-                    warn!(error = %error, paranoid = %paranoid, "kernel frames not permitted; sampling user frames only");
+                    warn!(
+                        error = %error,
+                        paranoid = %paranoid,
+                        "kernel frames not permitted; sampling user frames only"
+                    );
                 }
                 Ok(ring)
             }
