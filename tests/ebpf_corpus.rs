@@ -5,79 +5,37 @@
 
 mod support;
 
-use scraper::syntax::ast::{Expr, ExprKind, Stmt};
-use scraper::syntax::decode::from_body_at;
-use scraper::syntax::diag::Diagnostic;
-use scraper::syntax::eval::EvaluatedBody;
-use scraper::syntax::eval::{Scope, eval_body};
-use scraper::syntax::parser::parse_file;
-use support::corpus;
+use std::collections::BTreeMap;
 
-type Decoder = fn(&EvaluatedBody, scraper::syntax::ast::Span) -> Result<(), Vec<Diagnostic>>;
+use scraper::syntax::decode::from_body_at;
+use support::corpus;
 
 #[test]
 fn corpus_ebpf_and_process_blocks_decode() {
     let Some(root) = corpus::root() else { return };
-    let decoders: [(&str, Decoder); 2] = [
-        ("pyroscope.ebpf", |b, s| {
-            from_body_at::<scraper::ebpf::args::Arguments>(b, s).map(|_| ())
-        }),
-        ("discovery.process", |b, s| {
-            from_body_at::<scraper::discovery::process::Arguments>(b, s).map(|_| ())
-        }),
-    ];
-    let mut decoded = std::collections::BTreeMap::<&str, usize>::new();
+    let mut decoded = BTreeMap::<String, usize>::new();
     let mut failures = Vec::new();
-    for dir in ["profiling", "valid"] {
-        for path in corpus::alloy_files(&root.join(dir)) {
-            let src = std::fs::read_to_string(&path).expect("read");
-            if !src.contains("pyroscope.ebpf") && !src.contains("discovery.process") {
+    let blocks = corpus::component_blocks(
+        &root,
+        &["pyroscope.ebpf", "discovery.process"],
+        &["targets", "forward_to", "join"],
+    );
+    for block in blocks {
+        let body = match &block.body {
+            Ok(b) => b,
+            Err(e) => {
+                failures.push(format!("{}: evaluation: {e}", block.name));
                 continue;
             }
-            let (file, diags) = parse_file(&src);
-            if diags.iter().any(|d| d.is_error()) {
-                continue;
-            }
-            for stmt in &file.body.stmts {
-                let Stmt::Block(block) = stmt else { continue };
-                let full = block.full_name();
-                let Some((kind, decode)) = decoders.iter().find(|(k, _)| *k == full) else {
-                    continue;
-                };
-                let mut body = block.body.clone();
-                for s in &mut body.stmts {
-                    if let Stmt::Attribute(a) = s
-                        && matches!(a.name.name.as_str(), "targets" | "forward_to" | "join")
-                    {
-                        a.value = Expr {
-                            kind: ExprKind::Array(Vec::new()),
-                            span: a.value.span,
-                        };
-                    }
-                }
-                let name = format!(
-                    "{}: {full} {}",
-                    path.file_name().unwrap_or_default().to_string_lossy(),
-                    block.label.as_ref().map_or("", |l| l.value.as_str())
-                );
-                let evaluated = match eval_body(&body, &Scope::stdlib()) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        failures.push(format!("{name}: evaluation: {e:?}"));
-                        continue;
-                    }
-                };
-                match decode(&evaluated, block.header_span()) {
-                    Ok(()) => *decoded.entry(kind).or_default() += 1,
-                    Err(ds) => failures.push(format!(
-                        "{name}: {}",
-                        ds.iter()
-                            .map(|d| d.message.as_str())
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    )),
-                }
-            }
+        };
+        let result = if block.component == "pyroscope.ebpf" {
+            from_body_at::<scraper::ebpf::args::Arguments>(body, block.header).map(|_| ())
+        } else {
+            from_body_at::<scraper::discovery::process::Arguments>(body, block.header).map(|_| ())
+        };
+        match result {
+            Ok(()) => *decoded.entry(block.component).or_default() += 1,
+            Err(ds) => failures.push(corpus::decode_failure(&block.name, &ds)),
         }
     }
     eprintln!("decoded: {decoded:?}");

@@ -166,6 +166,19 @@ fn top(profiles: &[&Received]) -> (String, f64, usize) {
     (name, v as f64 / total.max(1) as f64, samples as usize)
 }
 
+/// A relabel rule copying label `source` into `target`.
+fn copy_rule(source: &str, target: &str) -> String {
+    format!(
+        "  rule {{\n    source_labels = [\"{source}\"]\n    target_label  = \"{target}\"\n  }}\n"
+    )
+}
+
+/// The `pyroscope.write "out"` block every test forwards to, plus the harness's address (which
+/// these configs do not otherwise use) as a comment.
+fn write_block(url: &str, addr: &str) -> String {
+    format!("pyroscope.write \"out\" {{\n  endpoint {{\n    url = \"{url}\"\n  }}\n}}\n// {addr}\n")
+}
+
 fn config(addr: &str, dir: &Path, receiver: &str, collect: &str) -> String {
     format!(
         r#"
@@ -185,11 +198,7 @@ discovery.relabel "busy" {{
     regex         = ".*/(busy_.*)"
     target_label  = "service_name"
   }}
-  rule {{
-    source_labels = ["__process_pid__"]
-    target_label  = "pid"
-  }}
-}}
+{pid_rule}}}
 
 pyroscope.ebpf "busy" {{
   targets          = discovery.relabel.busy.output
@@ -198,16 +207,10 @@ pyroscope.ebpf "busy" {{
   demangle         = "full"
 }}
 
-pyroscope.write "out" {{
-  endpoint {{
-    url = "{receiver}"
-  }}
-}}
-
-// Not used by the pipeline: keeps the server address in the config for the test harness.
-// {addr}
-"#,
+{write}"#,
         dir = dir.display(),
+        pid_rule = copy_rule("__process_pid__", "pid"),
+        write = write_block(receiver, addr),
     )
 }
 
@@ -323,13 +326,8 @@ pyroscope.ebpf "host" {{
   forward_to   = [pyroscope.write.out.receiver]
 }}
 
-pyroscope.write "out" {{
-  endpoint {{
-    url = "{url}"
-  }}
-}}
-// {addr}
-"#
+{}"#,
+                write_block(&url, addr)
             )
         },
         &[],
@@ -457,19 +455,7 @@ discovery.kubernetes "pods" {{
 // What seed configs do with the k8sattributes processor: pod metadata as profile labels.
 discovery.relabel "pods" {{
   targets = discovery.kubernetes.pods.targets
-  rule {{
-    source_labels = ["__meta_kubernetes_namespace"]
-    target_label  = "namespace"
-  }}
-  rule {{
-    source_labels = ["__meta_kubernetes_pod_name"]
-    target_label  = "pod"
-  }}
-  rule {{
-    source_labels = ["__meta_kubernetes_pod_container_name"]
-    target_label  = "container"
-  }}
-}}
+{}{}{}}}
 
 pyroscope.ebpf "pods" {{
   targets          = discovery.relabel.pods.output
@@ -477,13 +463,11 @@ pyroscope.ebpf "pods" {{
   collect_interval = "3s"
 }}
 
-pyroscope.write "out" {{
-  endpoint {{
-    url = "{url}"
-  }}
-}}
-// {addr}
-"#
+{}"#,
+                copy_rule("__meta_kubernetes_namespace", "namespace"),
+                copy_rule("__meta_kubernetes_pod_name", "pod"),
+                copy_rule("__meta_kubernetes_pod_container_name", "container"),
+                write_block(&url, addr)
             )
         },
         &[("KUBECONFIG", kubeconfig.as_str())],

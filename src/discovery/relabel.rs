@@ -242,24 +242,10 @@ impl Component for Relabel {
 mod tests {
     use super::*;
     use crate::syntax::decode;
-    use crate::syntax::diag::Source;
-    use crate::syntax::eval::{Scope, eval_body};
-    use crate::syntax::parser::parse_file;
 
     /// Decodes `src` as the body of a `discovery.relabel` block; errors as `line:col: message`.
     fn decode_args(src: &str) -> Result<Arguments, Vec<String>> {
-        let (file, diags) = parse_file(src);
-        assert!(diags.is_empty(), "{diags:?}");
-        let body = eval_body(&file.body, &Scope::stdlib()).expect("eval");
-        let source = Source::new("t", src);
-        decode::from_body(&body).map_err(|ds| {
-            ds.iter()
-                .map(|d| {
-                    let (l, c) = source.line_col(d.span.map_or(0, |s| s.start as usize));
-                    format!("{l}:{c}: {}", d.message)
-                })
-                .collect()
-        })
+        decode::decode_source(src)
     }
 
     fn labels(pairs: &[(&str, &str)]) -> LabelSet {

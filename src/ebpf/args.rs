@@ -301,3 +301,92 @@ impl TryFrom<Raw> for Arguments {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::decode::decode_source;
+
+    #[test]
+    fn defaults_are_alloys_except_the_sample_rate() {
+        let a: Arguments = decode_source("forward_to = []").expect("valid");
+        assert_eq!(a.sample_rate, 97);
+        assert_eq!(a.collect_interval, std::time::Duration::from_secs(15));
+        assert!(a.targets_only && a.kernel_frames && !a.pid_label);
+        assert_eq!(a.demangle, Demangle::None);
+        assert_eq!(a.comm, Comm::None);
+        assert!(a.targets.is_empty() && a.unsupported.is_empty());
+    }
+
+    #[test]
+    fn alloy_blocks_decode_and_unsupported_arguments_are_listed() {
+        let src = r#"forward_to = []
+targets = [{"__process_pid__" = "1", "service_name" = "init"}]
+targets_only = false
+collect_interval = "10s"
+sample_rate = 19
+demangle = "full"
+comm = "both"
+pid_label = true
+python_enabled = true
+go_enabled = true
+off_cpu_threshold = 0.5
+reporter_unsymbolized_stubs = false
+symbols_map_size = 16384
+debug_info {
+  upload = true
+  on_target_symbolization = false
+}
+"#;
+        let a: Arguments = decode_source(src).expect("valid");
+        assert_eq!(a.targets.len(), 1);
+        assert!(!a.targets_only);
+        assert_eq!(a.sample_rate, 19);
+        assert_eq!(a.demangle, Demangle::Full);
+        assert!(a.comm.label() && a.comm.frame() && a.pid_label);
+        let listed: Vec<&str> = a
+            .unsupported
+            .iter()
+            .filter_map(|u| u.split(':').next())
+            .collect();
+        assert_eq!(
+            listed,
+            ["off_cpu_threshold", "python_enabled", "debug_info"]
+        );
+    }
+
+    #[test]
+    fn bad_values_are_rejected_at_the_block() {
+        let cases = [
+            (
+                "forward_to = []\nsample_rate = 0",
+                "sample_rate must be between 1 and 10000, got 0",
+            ),
+            (
+                "forward_to = []\ndemangle = \"pretty\"",
+                "invalid demangle value \"pretty\"",
+            ),
+            (
+                "forward_to = []\ncomm = \"x\"",
+                "invalid comm value \"x\": must be one of none, label, stackframe, both",
+            ),
+            (
+                "forward_to = []\ncollect_interval = \"0s\"",
+                "collect_interval must be greater than 0",
+            ),
+            (
+                "forward_to = []\noff_cpu_threshold = 2",
+                "off_cpu_threshold must be between 0 and 1, got 2",
+            ),
+            ("", "missing required attribute \"forward_to\""),
+            (
+                "forward_to = []\nfoo = 1",
+                "unrecognized attribute name \"foo\"",
+            ),
+        ];
+        for (src, want) in cases {
+            let errs = decode_source::<Arguments>(src).expect_err(src);
+            assert!(errs.iter().any(|e| e.contains(want)), "{src}: {errs:?}");
+        }
+    }
+}

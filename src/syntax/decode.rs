@@ -1772,6 +1772,25 @@ impl<'de> VariantAccess<'de> for ValueDe<'_> {
     }
 }
 
+/// Parses, evaluates (standard library only) and decodes `src` as the body of a block, with
+/// errors as `line:col: message`: what component argument tests need.
+#[cfg(test)]
+pub(crate) fn decode_source<T: DeserializeOwned>(src: &str) -> Result<T, Vec<String>> {
+    let (file, diags) = crate::syntax::parser::parse_file(src);
+    assert!(diags.is_empty(), "{diags:?}");
+    let body = crate::syntax::eval::eval_body(&file.body, &crate::syntax::eval::Scope::stdlib())
+        .expect("eval");
+    let source = crate::syntax::diag::Source::new("t", src);
+    from_body(&body).map_err(|ds| {
+        ds.iter()
+            .map(|d| {
+                let (l, c) = source.line_col(d.span.map_or(0, |s| s.start as usize));
+                format!("{l}:{c}: {}", d.message)
+            })
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

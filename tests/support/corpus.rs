@@ -97,3 +97,80 @@ pub fn invalid_cases(root: &Path) -> Vec<Expect> {
         })
         .collect()
 }
+
+/// One component block of a corpus config, evaluated with the standard library.
+pub struct ComponentBlock {
+    /// `file: component label`, for failure messages.
+    pub name: String,
+    /// The component name, e.g. `pyroscope.scrape`.
+    pub component: String,
+    pub header: scraper::syntax::ast::Span,
+    /// The evaluated body, or why evaluation failed.
+    pub body: Result<scraper::syntax::eval::EvaluatedBody, String>,
+}
+
+/// Every block of the profiling/ and valid/ configs whose name is in `components`, with the
+/// attributes named in `stubbed` (references to other components: `targets`, `forward_to`...)
+/// replaced by `[]` and everything else evaluated as written.
+pub fn component_blocks(root: &Path, components: &[&str], stubbed: &[&str]) -> Vec<ComponentBlock> {
+    use scraper::syntax::ast::{Expr, ExprKind, Stmt};
+    use scraper::syntax::eval::{Scope, eval_body};
+    use scraper::syntax::parser::parse_file;
+
+    let mut out = Vec::new();
+    for dir in ["profiling", "valid"] {
+        for path in alloy_files(&root.join(dir)) {
+            let Ok(src) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if !components.iter().any(|c| src.contains(c)) {
+                continue;
+            }
+            let (file, diags) = parse_file(&src);
+            if diags.iter().any(|d| d.is_error()) {
+                continue;
+            }
+            for stmt in &file.body.stmts {
+                let Stmt::Block(block) = stmt else { continue };
+                let component = block.full_name();
+                if !components.contains(&component.as_str()) {
+                    continue;
+                }
+                let mut body = block.body.clone();
+                for s in &mut body.stmts {
+                    if let Stmt::Attribute(a) = s
+                        && stubbed.contains(&a.name.name.as_str())
+                    {
+                        a.value = Expr {
+                            kind: ExprKind::Array(Vec::new()),
+                            span: a.value.span,
+                        };
+                    }
+                }
+                out.push(ComponentBlock {
+                    name: format!(
+                        "{}: {component} {}",
+                        path.file_name().unwrap_or_default().to_string_lossy(),
+                        block.label.as_ref().map_or("", |l| l.value.as_str())
+                    ),
+                    header: block.header_span(),
+                    body: eval_body(&body, &Scope::stdlib()).map_err(|e| format!("{e:?}")),
+                    component,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Decode failures, `name: message; message`.
+pub fn decode_failure(name: &str, diags: &[scraper::syntax::diag::Diagnostic]) -> String {
+    format!(
+        "{name}: {}",
+        diags
+            .iter()
+            .map(|d| d.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
+}

@@ -108,14 +108,14 @@ mod tests {
     use super::*;
     use crate::relabel::LabelSet;
     use crate::syntax::decode;
-    use crate::syntax::eval::{Scope, eval_body};
-    use crate::syntax::parser::parse_file;
 
+    /// Errors without their `line:col: ` prefix.
     fn decode_args(src: &str) -> Result<Arguments, Vec<String>> {
-        let (file, diags) = parse_file(src);
-        assert!(diags.is_empty(), "{diags:?}");
-        let body = eval_body(&file.body, &Scope::stdlib()).expect("eval");
-        decode::from_body(&body).map_err(|ds| ds.into_iter().map(|d| d.message).collect())
+        decode::decode_source(src).map_err(|es: Vec<String>| {
+            es.into_iter()
+                .map(|e| e.splitn(3, ": ").last().map(str::to_string).unwrap_or(e))
+                .collect()
+        })
     }
 
     #[test]

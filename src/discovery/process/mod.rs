@@ -350,16 +350,11 @@ mod tests {
     use crate::discovery::target::Shared;
     use crate::runtime::HealthState;
     use crate::syntax::decode;
-    use crate::syntax::eval::{Scope, eval_body};
-    use crate::syntax::parser::parse_file;
 
     const ID: &str = "aa11bb22cc33dd44ee55ff6600778899aa11bb22cc33dd44ee55ff6600778899";
 
     fn decode_args(src: &str) -> Arguments {
-        let (file, diags) = parse_file(src);
-        assert!(diags.is_empty(), "{diags:?}");
-        let body = eval_body(&file.body, &Scope::stdlib()).expect("eval");
-        decode::from_body(&body).unwrap_or_else(|d| panic!("decode: {d:?}"))
+        decode::decode_source(src).unwrap_or_else(|d| panic!("decode: {d:?}"))
     }
 
     fn add_process(root: &Path, pid: u32, exe: &str, cgroup: &str) {
