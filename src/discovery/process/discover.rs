@@ -338,6 +338,15 @@ mod tests {
             cgroup_path: true,
             ..DiscoverConfig::default()
         };
+        // Only the cgroup-derived labels, so each case's table stays short.
+        let cgroup_only = DiscoverConfig {
+            exe: false,
+            cwd: false,
+            commandline: false,
+            uid: false,
+            username: false,
+            ..all
+        };
         let cases = vec![
             Case {
                 name: "kernel thread: no exe, skipped silently",
@@ -410,13 +419,8 @@ mod tests {
                     ..process(8)
                 },
                 cfg: DiscoverConfig {
-                    exe: false,
-                    cwd: false,
-                    commandline: false,
-                    uid: false,
-                    username: false,
                     cgroup_path: false,
-                    container_id: true,
+                    ..cgroup_only
                 },
                 want: Some(vec![
                     ("__process_pid__", "8".to_string()),
@@ -430,14 +434,7 @@ mod tests {
                     cgroup: Some(format!("0::/kubepods.slice/crio-{ID}.scope\n")),
                     ..process(9)
                 },
-                cfg: DiscoverConfig {
-                    exe: false,
-                    cwd: false,
-                    commandline: false,
-                    uid: false,
-                    username: false,
-                    ..all
-                },
+                cfg: cgroup_only,
                 want: Some(vec![
                     ("__process_pid__", "9".to_string()),
                     ("__container_id__", ID.to_string()),
@@ -454,14 +451,7 @@ mod tests {
                     cgroup: Some("0::/system.slice/nginx.service\n".into()),
                     ..process(10)
                 },
-                cfg: DiscoverConfig {
-                    exe: false,
-                    cwd: false,
-                    commandline: false,
-                    uid: false,
-                    username: false,
-                    ..all
-                },
+                cfg: cgroup_only,
                 want: Some(vec![
                     ("__process_pid__", "10".to_string()),
                     (
@@ -517,13 +507,9 @@ mod tests {
                     ..process(14)
                 },
                 cfg: DiscoverConfig {
-                    exe: false,
-                    cwd: false,
-                    commandline: false,
-                    uid: false,
-                    username: false,
                     container_id: false,
                     cgroup_path: false,
+                    ..cgroup_only
                 },
                 want: Some(vec![("__process_pid__", "14".to_string())]),
                 problem: None,
