@@ -5,14 +5,17 @@
 pub mod cli;
 pub mod components;
 pub mod debug;
+pub mod diff;
 pub mod discovery;
 pub mod ebpf;
 pub mod httpclient;
 pub mod pprof;
 pub mod profiles;
+pub mod query;
 pub mod relabel;
 pub mod runtime;
 pub mod scrape;
 pub mod server;
+pub mod store;
 pub mod syntax;
 pub mod write;

@@ -1,11 +1,17 @@
-//! The command line: `scraper run | check | fmt | pprof | relabel | discover | version`.
+//! The command line: `scraper run | check | fmt | query | pgo | diff | mark | pprof | relabel |
+//! discover | version`.
 
 mod check;
+mod diff;
 mod discover;
 mod fmt;
+mod mark;
+mod pgo;
 mod pprof;
+mod query;
 mod relabel;
 mod run;
+mod source;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,6 +48,14 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+    /// Merge the profiles of a time range (local store or a Pyroscope backend) into one pprof.
+    Query(query::QueryCmd),
+    /// Write a window's CPU profiles as a Go PGO profile (default.pgo).
+    Pgo(pgo::PgoCmd),
+    /// Compare two windows (or the windows around a mark) per function.
+    Diff(diff::DiffCmd),
+    /// Record an event (e.g. an upgrade starting) in the running scraper's stores.
+    Mark(mark::MarkCmd),
     /// Inspect, delta and merge pprof profiles.
     Pprof {
         #[command(subcommand)]
@@ -120,6 +134,10 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Check { files } => Ok(check::check(&files)),
         Command::Fmt { write, files } => Ok(fmt::fmt(&files, write)),
+        Command::Query(args) => query::query(args),
+        Command::Pgo(args) => pgo::pgo(args),
+        Command::Diff(args) => diff::diff(args),
+        Command::Mark(args) => mark::mark(args),
         Command::Pprof { command } => pprof::run(command),
         Command::Relabel(args) => relabel::relabel(args),
         Command::Discover(args) => discover::discover(args),

@@ -22,4 +22,5 @@ pub fn builtin() -> Registry {
             "discovery.process",
         ))
         .with(Registration::new::<crate::ebpf::Ebpf>("pyroscope.ebpf"))
+        .with(Registration::new::<crate::store::Store>("pyroscope.store"))
 }

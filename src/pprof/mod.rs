@@ -16,6 +16,7 @@ pub mod delta;
 mod error;
 pub mod info;
 pub mod merge;
+pub mod pgo;
 pub mod proto;
 #[doc(hidden)]
 pub mod reference;

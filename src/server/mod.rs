@@ -1,5 +1,6 @@
 //! The HTTP server, with Alloy's endpoints: `/metrics`, `/-/ready`, `/-/healthy`, `/-/reload`,
-//! the component API under `/api/v0/web/`, a plain HTML overview at `/`, and
+//! the component API under `/api/v0/web/`, marks (`POST /api/v0/marks`, stored by every
+//! `pyroscope.store`), a plain HTML overview at `/`, and
 //! `/debug/pprof/profile` for profiling scraper itself.
 //!
 //! Response bodies of the `/-/` endpoints are Alloy's, word for word ("Alloy is ready."), so
@@ -7,6 +8,7 @@
 
 mod api;
 mod lifecycle;
+mod marks;
 mod metrics;
 mod pprof;
 mod ui;
@@ -53,6 +55,7 @@ pub fn router(state: AppState) -> Router {
         .route("/-/reload", get(lifecycle::reload).post(lifecycle::reload))
         .route("/api/v0/web/components", get(api::list))
         .route("/api/v0/web/components/{id}", get(api::get))
+        .route("/api/v0/marks", axum::routing::post(marks::create))
         .route("/debug/pprof/profile", get(pprof::profile))
         .with_state(state)
 }

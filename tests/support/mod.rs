@@ -3,5 +3,6 @@
 
 pub mod corpus;
 pub mod fake_kube;
+pub mod fake_querier;
 pub mod go;
 pub mod pyroscope_receiver;

@@ -1,0 +1,156 @@
+//! `scraper diff QUERY --before FROM..TO --after FROM..TO` (or `--around-mark NAME --width
+//! 30m`): what changed between two windows, per function, normalised per second and per
+//! scraped instance; a table on the terminal, and optionally an HTML report with a
+//! differential flame graph (`--html`) or an SVG (`--svg`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use clap::Args;
+
+use super::source::{QueryArgs, SourceArgs, fetch};
+use crate::diff::{Options, Window};
+use crate::query::source::{Merged, ProfileSource, Query};
+use crate::query::time::{parse_range, parse_span};
+use crate::runtime::timefmt::rfc3339_millis;
+
+#[derive(Debug, Args)]
+pub(crate) struct DiffCmd {
+    #[command(flatten)]
+    query: QueryArgs,
+    /// The window before the change, FROM..TO (e.g. now-2h..now-1h).
+    #[arg(
+        long,
+        value_name = "FROM..TO",
+        requires = "after",
+        conflicts_with = "around_mark"
+    )]
+    before: Option<String>,
+    /// The window after the change.
+    #[arg(long, value_name = "FROM..TO", requires = "before")]
+    after: Option<String>,
+    /// Compare the windows just before and just after the latest mark of this name.
+    #[arg(long, value_name = "NAME")]
+    around_mark: Option<String>,
+    /// Width of each window around the mark.
+    #[arg(long, default_value = "30m")]
+    width: String,
+    /// Rows in the table.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Also write a self-contained HTML report here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Also write an SVG differential flame graph here.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    #[command(flatten)]
+    source: SourceArgs,
+}
+
+/// The two windows to compare.
+fn windows(
+    args: &DiffCmd,
+    source: &dyn ProfileSource,
+    now: SystemTime,
+) -> anyhow::Result<((SystemTime, SystemTime), (SystemTime, SystemTime))> {
+    if let (Some(b), Some(a)) = (&args.before, &args.after) {
+        let before = parse_range(b, now).map_err(anyhow::Error::msg)?;
+        let after = parse_range(a, now).map_err(anyhow::Error::msg)?;
+        return Ok((before, after));
+    }
+    let Some(name) = &args.around_mark else {
+        anyhow::bail!("give --before FROM..TO and --after FROM..TO, or --around-mark NAME");
+    };
+    let width = parse_span(&args.width).map_err(anyhow::Error::msg)?;
+    let marks = source
+        .marks(UNIX_EPOCH, now + Duration::from_secs(86_400))
+        .context("reading marks")?;
+    let Some(mark) = marks.iter().rev().find(|m| &m.name == name) else {
+        let known: Vec<&str> = marks.iter().map(|m| m.name.as_str()).collect();
+        anyhow::bail!(
+            "no mark named {name:?} (marks: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                format!("{known:?}")
+            }
+        );
+    };
+    let before = (mark.at.checked_sub(width).unwrap_or(UNIX_EPOCH), mark.at);
+    let after = (
+        mark.at,
+        (mark.at + width).min(now.max(mark.at + Duration::from_secs(1))),
+    );
+    Ok((before, after))
+}
+
+/// Seconds per instance a window's profiles cover: their summed durations when they carry
+/// one (CPU profiles do), else the window's length.
+fn window(merged: Merged, range: (SystemTime, SystemTime), label: &str) -> Window {
+    let length = range
+        .1
+        .duration_since(range.0)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let instances = merged.series.max(1);
+    let covered = merged.profile.duration_nanos as f64 / 1e9 / instances as f64;
+    let seconds = if covered > 0.0 { covered } else { length };
+    Window {
+        label: format!(
+            "{label}: {} .. {}",
+            rfc3339_millis(range.0),
+            rfc3339_millis(range.1)
+        ),
+        seconds,
+        instances,
+        profile: merged.profile,
+    }
+}
+
+fn query_at(q: &Query, range: (SystemTime, SystemTime)) -> Query {
+    Query {
+        from: range.0,
+        to: range.1,
+        ..q.clone()
+    }
+}
+
+pub(crate) fn diff(args: DiffCmd) -> anyhow::Result<ExitCode> {
+    let now = SystemTime::now();
+    let source = args.source.open()?;
+    let (before_range, after_range) = windows(&args, source.as_ref(), now)?;
+    let q = args.query.build(before_range.0, before_range.1)?;
+    let before = fetch(
+        source.as_ref(),
+        &query_at(&q, before_range),
+        "the before window",
+    )?;
+    let after = fetch(
+        source.as_ref(),
+        &query_at(&q, after_range),
+        "the after window",
+    )?;
+    let before = window(before, before_range, "before");
+    let after = window(after, after_range, "after");
+    let opts = Options {
+        sample_type: Some(q.profile_type.sample_type()),
+        top: args.top,
+    };
+    let report = crate::diff::diff(&before, &after, &opts)?;
+    print!("{}", report.render_table(args.top, 120));
+    let title = format!("{} {}", q.profile_type.name, q.selector);
+    if let Some(path) = &args.html {
+        std::fs::write(path, report.render_html(&title))
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, report.render_svg(&title))
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,213 @@
+//! The self-contained HTML report. The page's script (assets/diff.js) lays out and draws the
+//! flame graph on a `<canvas>` from the tree embedded as JSON: a canvas stays fast with tens of
+//! thousands of frames where one DOM element per frame would not.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::table::trim_float;
+use super::units::{format_change, format_rate, format_value};
+use super::{Node, Report, Row, Summary};
+
+const CSS: &str = include_str!("assets/diff.css");
+const JS: &str = include_str!("assets/diff.js");
+
+/// Runs before anything else so that even a syntax error in the main script is recorded where
+/// a headless browser's DOM dump shows it (tests/diff_html.rs relies on this).
+const ERROR_HOOK: &str = "window.addEventListener('error',function(e){var d=document.documentElement;\
+d.setAttribute('data-errors',(d.getAttribute('data-errors')||'')+(e.message||'error')+'\\n');});";
+
+/// Frames below this share of the whole graph are left out of the page: even zoomed into a
+/// frame of 1 % they would be about a pixel wide, and huge profiles would make huge pages.
+const MIN_SHARE: f64 = 1e-5;
+
+/// The tree as columns (one array per field): far smaller than an object per node.
+#[derive(Serialize)]
+struct Data<'a> {
+    unit: &'a str,
+    names: Vec<&'a str>,
+    nodes: Columns,
+}
+
+#[derive(Serialize, Default)]
+struct Columns {
+    /// Index into `names`.
+    name: Vec<u32>,
+    depth: Vec<usize>,
+    /// Totals before/after, self before/after, colour intensity (see `Node::change`).
+    bt: Vec<f64>,
+    at: Vec<f64>,
+    sb: Vec<f64>,
+    sa: Vec<f64>,
+    c: Vec<f64>,
+}
+
+fn data_json(r: &Report) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    let mut ids: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    let mut cols = Columns::default();
+    let weight = |n: &Node| n.before.max(0.0) + n.after.max(0.0);
+    let min = r.tree.nodes.first().map_or(0.0, weight) * MIN_SHARE;
+    // Depth of a dropped node while its descendants (the nodes after it that are deeper) are
+    // skipped too.
+    let mut dropped: Option<usize> = None;
+    for n in &r.tree.nodes {
+        if dropped.is_some_and(|d| n.depth > d) {
+            continue;
+        }
+        dropped = None;
+        if n.depth > 0 && weight(n) < min {
+            dropped = Some(n.depth);
+            continue;
+        }
+        let id = *ids.entry(n.name.as_str()).or_insert_with(|| {
+            names.push(n.name.as_str());
+            (names.len() - 1) as u32
+        });
+        cols.name.push(id);
+        cols.depth.push(n.depth);
+        cols.bt.push(n.before);
+        cols.at.push(n.after);
+        cols.sb.push(n.self_before);
+        cols.sa.push(n.self_after);
+        cols.c.push(n.change());
+    }
+    let data = Data {
+        unit: &r.unit,
+        names,
+        nodes: cols,
+    };
+    // Only names and numbers: serialising cannot fail, and an empty tree draws an empty graph.
+    let json = serde_json::to_string(&data).unwrap_or_else(|_| "{}".to_string());
+    // Outside strings JSON has no '<', and inside them the escape means the same: a function
+    // named "</script>" cannot end the element early.
+    json.replace('<', "\\u003c")
+}
+
+pub(super) fn render(r: &Report, title: &str) -> String {
+    let mut out = String::with_capacity(64 * 1024);
+    let t = esc(title);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'\">\n\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+<title>{t}</title>\n<script>{ERROR_HOOK}</script>\n<style>\n{CSS}</style>\n</head>\n<body>\n\
+<header>\n<h1>{t}</h1>\n"
+    );
+    summaries(&mut out, r);
+    let _ = write!(
+        out,
+        "<p class=\"legend\"><span class=\"sw grew\"></span>grew <span class=\"sw shrank\"></span>shrank \
+<span class=\"sw same\"></span>unchanged (&lt;1%) · colour intensity ∝ relative change of the frame's total \
+(saturating at ±100%) · width ∝ before + after · hover for values, click to zoom, Esc to reset</p>\n\
+</header>\n\
+<div class=\"controls\"><input id=\"search\" type=\"search\" placeholder=\"Search functions\" \
+aria-label=\"Search functions\" autocomplete=\"off\"><button id=\"reset\" type=\"button\">Reset zoom</button>\
+<span id=\"status\"></span></div>\n\
+<div id=\"flame\"><canvas id=\"flame-canvas\" role=\"img\" aria-label=\"Differential flame graph\"></canvas></div>\n\
+<div id=\"tip\" hidden></div>\n"
+    );
+    rows(&mut out, r);
+    let _ = write!(
+        out,
+        "<script id=\"diff-data\" type=\"application/json\">{}</script>\n<script>\n{JS}</script>\n</body>\n</html>\n",
+        data_json(r)
+    );
+    out
+}
+
+fn summaries(out: &mut String, r: &Report) {
+    let _ = write!(
+        out,
+        "<table class=\"summary\">\n<thead><tr><th>window</th><th>seconds</th><th>instances</th>\
+<th>samples</th><th>total</th><th>per second per instance</th></tr></thead>\n<tbody>\n"
+    );
+    for (class, s) in [("before", &r.before), ("after", &r.after)] {
+        summary_row(out, class, s, &r.unit);
+    }
+    let _ = writeln!(
+        out,
+        "</tbody>\n</table>\n<p class=\"type\">{} ({}), values per second per instance</p>",
+        esc(&r.sample_type),
+        esc(&r.unit)
+    );
+}
+
+fn summary_row(out: &mut String, class: &str, s: &Summary, unit: &str) {
+    let _ = writeln!(
+        out,
+        "<tr class=\"{class}\"><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+        esc(&s.label),
+        trim_float(s.seconds),
+        s.instances,
+        s.samples,
+        esc(&format_value(s.total, unit)),
+        esc(&format_rate(s.rate, unit)),
+    );
+}
+
+fn rows(out: &mut String, r: &Report) {
+    let shown = if r.top == 0 {
+        r.rows.len()
+    } else {
+        r.top.min(r.rows.len())
+    };
+    let _ = write!(
+        out,
+        "<h2>Top functions <small>({shown} of {}, by change in flat value; click a row to find it)</small></h2>\n\
+<table class=\"rows\">\n<thead><tr><th>flat before</th><th>flat after</th><th>flat change</th>\
+<th>cum before</th><th>cum after</th><th>cum change</th><th class=\"fn\">function</th></tr></thead>\n<tbody>\n",
+        r.rows.len()
+    );
+    for row in &r.rows[..shown] {
+        table_row(out, row, &r.unit);
+    }
+    out.push_str("</tbody>\n</table>\n");
+}
+
+fn table_row(out: &mut String, row: &Row, unit: &str) {
+    let f = esc(&row.function);
+    let _ = writeln!(
+        out,
+        "<tr data-fn=\"{f}\"><td class=\"n\">{}</td><td class=\"n\">{}</td>{}<td class=\"n\">{}</td>\
+<td class=\"n\">{}</td>{}<td class=\"fn\">{f}</td></tr>",
+        esc(&format_rate(row.flat_before, unit)),
+        esc(&format_rate(row.flat_after, unit)),
+        change_cell(row.flat_change_pct, row.flat_before, row.flat_after),
+        esc(&format_rate(row.cum_before, unit)),
+        esc(&format_rate(row.cum_after, unit)),
+        change_cell(row.cum_change_pct, row.cum_before, row.cum_after),
+    );
+}
+
+fn change_cell(pct: Option<f64>, before: f64, after: f64) -> String {
+    let class = if after > before {
+        "n up"
+    } else if after < before {
+        "n down"
+    } else {
+        "n"
+    };
+    format!(
+        "<td class=\"{class}\">{}</td>",
+        esc(&format_change(pct, after))
+    )
+}
+
+pub(super) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,781 @@
+use std::collections::HashMap;
+
+use super::*;
+use crate::pprof::proto::{Function, Line, Location, Sample, ValueType};
+
+/// Builds profiles from stacks written leaf first; a frame "a+b" is one location with inlined
+/// lines, `a` the innermost.
+struct P {
+    p: Profile,
+    strings: HashMap<String, i64>,
+    functions: HashMap<String, u64>,
+    locations: HashMap<String, u64>,
+}
+
+impl P {
+    fn new(types: &[(&str, &str)]) -> P {
+        let mut b = P {
+            p: Profile::default(),
+            strings: HashMap::new(),
+            functions: HashMap::new(),
+            locations: HashMap::new(),
+        };
+        b.s("");
+        for (t, u) in types {
+            let vt = ValueType {
+                r#type: b.s(t),
+                unit: b.s(u),
+            };
+            b.p.sample_type.push(vt);
+        }
+        b
+    }
+
+    fn cpu() -> P {
+        P::new(&[("samples", "count"), ("cpu", "nanoseconds")])
+    }
+
+    fn s(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let i = self.p.string_table.len() as i64;
+        self.p.string_table.push(s.to_string());
+        self.strings.insert(s.to_string(), i);
+        i
+    }
+
+    fn function(&mut self, name: &str) -> u64 {
+        if let Some(&id) = self.functions.get(name) {
+            return id;
+        }
+        // Ids far from the location ids, and different per profile order, so nothing can
+        // match by id by accident.
+        let id = 100 + self.p.function.len() as u64 * 7;
+        let n = self.s(name);
+        self.p.function.push(Function {
+            id,
+            name: n,
+            system_name: n,
+            ..Function::default()
+        });
+        self.functions.insert(name.to_string(), id);
+        id
+    }
+
+    fn location(&mut self, frame: &str) -> u64 {
+        if let Some(&id) = self.locations.get(frame) {
+            return id;
+        }
+        let line = frame
+            .split('+')
+            .map(|f| Line {
+                function_id: self.function(f),
+                line: 1,
+                column: 0,
+            })
+            .collect();
+        let id = self.p.location.len() as u64 + 1;
+        self.p.location.push(Location {
+            id,
+            address: 0x1000 + id,
+            line,
+            ..Location::default()
+        });
+        self.locations.insert(frame.to_string(), id);
+        id
+    }
+
+    /// `values` per sample type.
+    fn sample(mut self, stack: &[&str], values: &[i64]) -> P {
+        let location_id = stack.iter().map(|f| self.location(f)).collect();
+        self.p.sample.push(Sample {
+            location_id,
+            value: values.to_vec(),
+            label: vec![],
+        });
+        self
+    }
+
+    /// A cpu sample of `ns` nanoseconds.
+    fn cpu_sample(self, stack: &[&str], ns: i64) -> P {
+        self.sample(stack, &[1, ns])
+    }
+
+    fn window(self, seconds: f64, instances: usize) -> Window {
+        Window {
+            profile: self.p,
+            seconds,
+            instances,
+            label: String::new(),
+        }
+    }
+}
+
+fn run(before: Window, after: Window) -> Report {
+    diff(&before, &after, &Options::default()).expect("diff")
+}
+
+fn approx(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+fn flat_and_cum() {
+    // (stacks with values, function, flat, cum): one window, 1 s, 1 instance.
+    type Case = (
+        &'static str,
+        Vec<(Vec<&'static str>, i64)>,
+        &'static str,
+        f64,
+        f64,
+    );
+    let cases: Vec<Case> = vec![
+        ("leaf", vec![(vec!["a", "main"], 10)], "a", 10.0, 10.0),
+        ("caller", vec![(vec!["a", "main"], 10)], "main", 0.0, 10.0),
+        (
+            "direct recursion counts once",
+            vec![(vec!["a", "a", "a", "main"], 10)],
+            "a",
+            10.0,
+            10.0,
+        ),
+        (
+            "indirect recursion counts once",
+            vec![(vec!["a", "b", "a", "main"], 10), (vec!["b", "main"], 5)],
+            "b",
+            5.0,
+            15.0,
+        ),
+        (
+            "recursion, leaf elsewhere",
+            vec![(vec!["a", "b", "a", "main"], 10), (vec!["b", "main"], 5)],
+            "a",
+            10.0,
+            10.0,
+        ),
+        (
+            "inlined callee is the leaf",
+            vec![(vec!["inner+outer", "main"], 7)],
+            "inner",
+            7.0,
+            7.0,
+        ),
+        (
+            "inlined caller is not",
+            vec![(vec!["inner+outer", "main"], 7)],
+            "outer",
+            0.0,
+            7.0,
+        ),
+        (
+            "inlined frame inside a recursive stack",
+            vec![(vec!["x", "a+b", "a", "main"], 3)],
+            "a",
+            0.0,
+            3.0,
+        ),
+        (
+            "several samples add up",
+            vec![
+                (vec!["a", "main"], 1),
+                (vec!["a", "x"], 2),
+                (vec!["b", "a"], 4),
+            ],
+            "a",
+            3.0,
+            7.0,
+        ),
+    ];
+    for (what, samples, function, flat, cum) in cases {
+        let mut p = P::cpu();
+        for (stack, v) in &samples {
+            p = p.cpu_sample(stack, *v);
+        }
+        let r = run(P::cpu().window(1.0, 1), p.window(1.0, 1));
+        let row = r.row(function).unwrap_or_else(|| panic!("{what}: no row"));
+        assert!(
+            approx(row.flat_after, flat),
+            "{what}: flat {}",
+            row.flat_after
+        );
+        assert!(approx(row.cum_after, cum), "{what}: cum {}", row.cum_after);
+        assert_eq!(row.flat_before, 0.0, "{what}");
+        assert_eq!(row.flat_change_pct, None, "{what}");
+    }
+}
+
+#[test]
+fn normalisation() {
+    // (what, before: seconds, instances, value; after: same; expected change of a's flat in %)
+    let cases = [
+        ("same window", (60.0, 1, 100), (60.0, 1, 100), 0.0),
+        (
+            "2x longer, 2x samples",
+            (60.0, 1, 100),
+            (120.0, 1, 200),
+            0.0,
+        ),
+        (
+            "2 instances vs 1 halves the rate",
+            (60.0, 1, 100),
+            (60.0, 2, 100),
+            -50.0,
+        ),
+        (
+            "3 instances, 3x samples",
+            (60.0, 1, 100),
+            (60.0, 3, 300),
+            0.0,
+        ),
+        (
+            "shorter window, same samples",
+            (60.0, 1, 100),
+            (30.0, 1, 100),
+            100.0,
+        ),
+        ("fractional seconds", (0.5, 1, 10), (1.5, 1, 30), 0.0),
+    ];
+    for (what, (bs, bi, bv), (as_, ai, av), pct) in cases {
+        let before = P::cpu().cpu_sample(&["a", "main"], bv).window(bs, bi);
+        let after = P::cpu().cpu_sample(&["a", "main"], av).window(as_, ai);
+        let r = run(before, after);
+        let row = r.row("a").expect("row a");
+        assert!(
+            approx(row.flat_before, bv as f64 / bs / bi as f64),
+            "{what}"
+        );
+        assert!(
+            approx(row.flat_after, av as f64 / as_ / ai as f64),
+            "{what}"
+        );
+        let got = row.flat_change_pct.expect("pct");
+        assert!((got - pct).abs() < 1e-9, "{what}: {got}");
+        assert!(approx(r.before.rate, row.cum_before), "{what}");
+        assert_eq!(r.before.total, bv as f64, "{what}: total is not normalised");
+        if pct == 0.0 {
+            // Unchanged frames are grey in both flame graphs.
+            assert!(r.tree.nodes.iter().all(|n| n.change() == 0.0), "{what}");
+        }
+    }
+}
+
+#[test]
+fn rows_sorted_by_impact() {
+    let before = P::cpu()
+        .cpu_sample(&["a", "main"], 100)
+        .cpu_sample(&["b", "main"], 50)
+        .cpu_sample(&["gone", "main"], 30)
+        .cpu_sample(&["t1", "x", "main"], 10)
+        .cpu_sample(&["t2", "main"], 10)
+        .window(1.0, 1);
+    let after = P::cpu()
+        .cpu_sample(&["a", "main"], 100)
+        .cpu_sample(&["b", "main"], 10)
+        .cpu_sample(&["c", "main"], 70)
+        // t1 and t2 both grow by 5, in flat and in cum: the name decides.
+        .cpu_sample(&["t1", "x", "main"], 15)
+        .cpu_sample(&["t2", "main"], 15)
+        .window(1.0, 1);
+    let r = run(before, after);
+    let order: Vec<&str> = r.rows.iter().map(|r| r.function.as_str()).collect();
+    // By the larger of the flat and cum changes: main's cum grew by 10; t1, t2 and x all
+    // changed by 5, the flat change first (t1, t2), then x (cum only); a not at all.
+    assert_eq!(order, ["c", "b", "gone", "main", "t1", "t2", "x", "a"]);
+    let c = r.row("c").expect("c");
+    assert_eq!((c.flat_before, c.flat_after), (0.0, 70.0));
+    assert_eq!(c.flat_change_pct, None);
+    let gone = r.row("gone").expect("gone");
+    assert_eq!(gone.flat_after, 0.0);
+    assert_eq!(gone.flat_change_pct, Some(-100.0));
+    assert_eq!(r.row("b").and_then(|r| r.flat_change_pct), Some(-80.0));
+    assert!(r.row("nothing").is_none());
+}
+
+#[test]
+fn impact_is_the_larger_of_flat_and_cum_change() {
+    let before = P::cpu()
+        .cpu_sample(&["p", "main"], 10)
+        .cpu_sample(&["q", "main"], 10)
+        .window(1.0, 1);
+    // Both leaves grow by 5; q also gains 20 of cum as a caller, main 30 as everyone's.
+    let after = P::cpu()
+        .cpu_sample(&["p", "main"], 15)
+        .cpu_sample(&["q", "main"], 15)
+        .cpu_sample(&["z", "q", "main"], 20)
+        .window(1.0, 1);
+    let r = run(before, after);
+    let order: Vec<&str> = r.rows.iter().map(|r| r.function.as_str()).collect();
+    assert_eq!(order, ["main", "q", "z", "p"]);
+}
+
+#[test]
+fn sample_type_selection() {
+    let heap = [
+        ("alloc_objects", "count"),
+        ("alloc_space", "bytes"),
+        ("inuse_objects", "count"),
+        ("inuse_space", "bytes"),
+    ];
+    let profile = |default: Option<&str>| {
+        let mut p = P::new(&heap).sample(&["a", "main"], &[1, 2, 3, 4]);
+        if let Some(d) = default {
+            p.p.default_sample_type = p.s(d);
+        }
+        p
+    };
+    let want = |t: &str, u: &str| Some((t.to_string(), u.to_string()));
+    // (what, default_sample_type, requested, expected type, expected flat of a)
+    let cases = [
+        ("last by default", None, None, "inuse_space", 4.0),
+        (
+            "default_sample_type",
+            Some("alloc_space"),
+            None,
+            "alloc_space",
+            2.0,
+        ),
+        (
+            "unknown default falls back to last",
+            Some("nope"),
+            None,
+            "inuse_space",
+            4.0,
+        ),
+        (
+            "requested",
+            None,
+            want("alloc_objects", "count"),
+            "alloc_objects",
+            1.0,
+        ),
+        (
+            "requested beats default",
+            Some("alloc_space"),
+            want("inuse_objects", "count"),
+            "inuse_objects",
+            3.0,
+        ),
+        (
+            "empty unit matches any",
+            None,
+            want("alloc_space", ""),
+            "alloc_space",
+            2.0,
+        ),
+    ];
+    for (what, default, sample_type, ty, flat) in cases {
+        let opts = Options {
+            sample_type,
+            top: 10,
+        };
+        let r = diff(
+            &profile(default).window(1.0, 1),
+            &profile(default).window(1.0, 1),
+            &opts,
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(r.sample_type, ty, "{what}");
+        assert_eq!(r.row("a").map(|r| r.flat_after), Some(flat), "{what}");
+    }
+}
+
+#[test]
+fn sample_type_errors() {
+    let cpu = || P::cpu().cpu_sample(&["a"], 1).window(1.0, 1);
+    let heap = || {
+        P::new(&[("alloc_space", "bytes"), ("inuse_space", "bytes")])
+            .sample(&["a"], &[1, 2])
+            .window(1.0, 1)
+    };
+    let missing = Options {
+        sample_type: Some(("alloc_space".into(), "bytes".into())),
+        top: 10,
+    };
+    let err = diff(&cpu(), &heap(), &missing).expect_err("missing before");
+    assert!(matches!(
+        err,
+        DiffError::SampleTypeMissing {
+            side: Side::Before,
+            ..
+        }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "before profile has no sample type alloc_space/bytes (it has: samples/count, cpu/nanoseconds)"
+    );
+    let err = diff(&heap(), &cpu(), &missing).expect_err("missing after");
+    assert!(matches!(
+        err,
+        DiffError::SampleTypeMissing {
+            side: Side::After,
+            ..
+        }
+    ));
+
+    let err = diff(&cpu(), &heap(), &Options::default()).expect_err("mismatch");
+    assert!(matches!(err, DiffError::SampleTypeMismatch { .. }));
+    assert!(
+        err.to_string()
+            .contains("before is cpu/nanoseconds, after is inuse_space/bytes"),
+        "{err}"
+    );
+    let wrong_unit = Options {
+        sample_type: Some(("cpu".into(), "bytes".into())),
+        top: 10,
+    };
+    assert!(diff(&cpu(), &cpu(), &wrong_unit).is_err());
+
+    let empty = P::new(&[]).window(1.0, 1);
+    let err = diff(&empty, &cpu(), &Options::default()).expect_err("no types");
+    assert!(matches!(
+        err,
+        DiffError::NoSampleTypes { side: Side::Before }
+    ));
+}
+
+#[test]
+fn invalid_windows_and_malformed_profiles() {
+    let ok = || P::cpu().cpu_sample(&["a"], 1).window(1.0, 1);
+    for (seconds, instances) in [
+        (0.0, 1),
+        (-1.0, 1),
+        (f64::NAN, 1),
+        (f64::INFINITY, 1),
+        (1.0, 0),
+    ] {
+        let bad = P::cpu().cpu_sample(&["a"], 1).window(seconds, instances);
+        let err = diff(&ok(), &bad, &Options::default()).expect_err("invalid");
+        assert!(
+            matches!(
+                err,
+                DiffError::InvalidWindow {
+                    side: Side::After,
+                    ..
+                }
+            ),
+            "{seconds} {instances}: {err}"
+        );
+    }
+    let mut missing_location = P::cpu().cpu_sample(&["a"], 1);
+    missing_location.p.sample[0].location_id.push(999);
+    let err = diff(&missing_location.window(1.0, 1), &ok(), &Options::default())
+        .expect_err("missing location");
+    assert!(err.to_string().contains("missing location 999"), "{err}");
+
+    let mut short = P::cpu().cpu_sample(&["a"], 1);
+    short.p.sample[0].value.truncate(1);
+    assert!(matches!(
+        diff(&ok(), &short.window(1.0, 1), &Options::default()),
+        Err(DiffError::Malformed {
+            side: Side::After,
+            ..
+        })
+    ));
+
+    let mut missing_function = P::cpu().cpu_sample(&["a"], 1);
+    missing_function.p.location[0].line[0].function_id = 5;
+    assert!(matches!(
+        diff(&missing_function.window(1.0, 1), &ok(), &Options::default()),
+        Err(DiffError::Malformed {
+            side: Side::Before,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn unsymbolised_and_empty_stacks() {
+    let mut p = P::cpu().cpu_sample(&["a", "main"], 5).cpu_sample(&[], 7);
+    p.p.location.push(Location {
+        id: 50,
+        address: 0xbeef,
+        ..Location::default()
+    });
+    p.p.sample.push(Sample {
+        location_id: vec![50],
+        value: vec![1, 3],
+        label: vec![],
+    });
+    let r = run(P::cpu().window(1.0, 1), p.window(1.0, 1));
+    assert_eq!(r.row("0xbeef").map(|r| r.flat_after), Some(3.0));
+    assert_eq!(r.after.total, 15.0);
+    let root = &r.tree.nodes[0];
+    assert_eq!(
+        (root.name.as_str(), root.after, root.self_after),
+        ("total", 15.0, 7.0)
+    );
+}
+
+#[test]
+fn merged_tree() {
+    let before = P::cpu()
+        .cpu_sample(&["b", "main"], 10)
+        .cpu_sample(&["a", "main"], 30)
+        .window(1.0, 1);
+    let after = P::cpu()
+        .cpu_sample(&["a", "main"], 10)
+        .cpu_sample(&["c", "b", "main"], 20)
+        .cpu_sample(&["a", "a", "main"], 5)
+        .window(1.0, 1);
+    let r = run(before, after);
+    let got: Vec<(String, usize, f64, f64, f64, f64)> = r
+        .tree
+        .nodes
+        .iter()
+        .map(|n| {
+            (
+                n.name.clone(),
+                n.depth,
+                n.before,
+                n.after,
+                n.self_before,
+                n.self_after,
+            )
+        })
+        .collect();
+    let want = [
+        ("total", 0, 40.0, 35.0, 0.0, 0.0),
+        ("main", 1, 40.0, 35.0, 0.0, 0.0),
+        ("a", 2, 30.0, 15.0, 30.0, 10.0),
+        ("a", 3, 0.0, 5.0, 0.0, 5.0),
+        ("b", 2, 10.0, 20.0, 10.0, 0.0),
+        ("c", 3, 0.0, 20.0, 0.0, 20.0),
+    ];
+    let want: Vec<(String, usize, f64, f64, f64, f64)> = want
+        .iter()
+        .map(|&(n, d, b, a, sb, sa)| (n.to_string(), d, b, a, sb, sa))
+        .collect();
+    assert_eq!(got, want);
+    let nodes = &r.tree.nodes;
+    assert_eq!(nodes[1].children, [2, 4]);
+    assert_eq!(nodes[5].parent, Some(4));
+    // Colour: a's total halved, b's doubled, c is new, main shrank by 12.5 %.
+    let change: Vec<f64> = nodes.iter().map(Node::change).collect();
+    assert_eq!(change, [-0.125, -0.125, -0.5, 1.0, 1.0, 1.0]);
+}
+
+#[test]
+fn change_intensity() {
+    let cases = [
+        (0.0, 0.0, 0.0),
+        (0.0, 5.0, 1.0),
+        (5.0, 0.0, -1.0),
+        (100.0, 100.5, 0.0),
+        (100.0, 99.5, 0.0),
+        (100.0, 102.0, 0.02),
+        (100.0, 150.0, 0.5),
+        (100.0, 1000.0, 1.0),
+        (100.0, 25.0, -0.75),
+    ];
+    for (before, after, want) in cases {
+        let got = model::change_intensity(before, after);
+        assert!((got - want).abs() < 1e-12, "{before} → {after}: {got}");
+    }
+}
+
+#[test]
+fn humanised_units() {
+    let cases = [
+        (0.0, "nanoseconds", "0s"),
+        (12_300_000.0, "nanoseconds", "12.3ms"),
+        (999.0, "nanoseconds", "999ns"),
+        (999.7, "nanoseconds", "1.00µs"),
+        (1.5e9, "nanoseconds", "1.50s"),
+        (2500.0, "microseconds", "2.50ms"),
+        (512.0, "bytes", "512B"),
+        (1.2 * 1024.0 * 1024.0, "bytes", "1.20MiB"),
+        (3.0 * 1024.0 * 1024.0 * 1024.0, "bytes", "3.00GiB"),
+        (1234.0, "count", "1.23k"),
+        (0.0123, "count", "0.0123"),
+        (42.0, "goroutines", "42.0 goroutines"),
+        (-2048.0, "bytes", "-2.00KiB"),
+    ];
+    for (v, unit, want) in cases {
+        assert_eq!(format_value(v, unit), want, "{v} {unit}");
+    }
+    assert_eq!(format_rate(12_300_000.0, "nanoseconds"), "12.3ms/s");
+    assert_eq!(format_change(Some(12.34), 1.0), "+12.3%");
+    assert_eq!(format_change(Some(-100.0), 0.0), "-100.0%");
+    assert_eq!(format_change(None, 3.0), "new");
+    assert_eq!(format_change(None, 0.0), "");
+}
+
+fn sample_report() -> Report {
+    let mut before = P::cpu()
+        .cpu_sample(&["main.alpha", "main.main"], 600_000_000)
+        .cpu_sample(&["main.beta", "main.main"], 60_000_000)
+        .window(60.0, 1);
+    before.label = "before: 12:00..12:01".into();
+    let mut after = P::cpu()
+        .cpu_sample(&["main.alpha", "main.main"], 120_000_000)
+        .cpu_sample(&["main.beta", "main.main"], 360_000_000)
+        .cpu_sample(
+            &[
+                "github.com/example/service/internal/handlers.(*Server).ServeHTTP",
+                "main.main",
+            ],
+            6_000_000,
+        )
+        .window(60.0, 2);
+    after.label = "after: 13:00..13:01".into();
+    diff(&before, &after, &Options::default()).expect("diff")
+}
+
+#[test]
+fn table_rendering() {
+    let r = sample_report();
+    let text = r.render_table(10, 120);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "cpu/nanoseconds, per second per instance");
+    assert_eq!(
+        lines[1],
+        "before: 12:00..12:01  60s × 1 instance  total 11.0ms/s  (2 samples)"
+    );
+    assert_eq!(
+        lines[2],
+        "after: 13:00..13:01   60s × 2 instances  total 4.05ms/s  (3 samples)"
+    );
+    assert_eq!(lines[3], "");
+    let header = lines[4];
+    assert!(
+        header.starts_with("FLAT BEFORE  FLAT AFTER  FLAT CHANGE"),
+        "{header}"
+    );
+    assert!(header.ends_with("CUM CHANGE  FUNCTION"), "{header}");
+    // alpha: 10ms/s → 1ms/s; beta: 1ms/s → 3ms/s; ServeHTTP new at 50µs/s.
+    let alpha = lines[5];
+    assert!(alpha.ends_with("  main.alpha"), "{alpha}");
+    let cols: Vec<&str> = alpha.split_whitespace().collect();
+    assert_eq!(cols[..3], ["10.0ms/s", "1.00ms/s", "-90.0%"]);
+    // main's cum fell by 6.95ms/s, more than beta's rise of 2ms/s.
+    assert!(lines[6].ends_with("  main.main"), "{}", lines[6]);
+    assert!(lines[7].ends_with("  main.beta"), "{}", lines[7]);
+    assert!(lines[7].contains("+200.0%"), "{}", lines[7]);
+    let serve = lines
+        .iter()
+        .find(|l| l.contains("ServeHTTP"))
+        .expect("ServeHTTP row");
+    assert!(serve.contains("new"), "{serve}");
+    assert!(serve.contains("50.0µs/s"), "{serve}");
+    // Columns line up: every row's function starts where the header's FUNCTION does.
+    let at = header.find("FUNCTION").expect("FUNCTION");
+    for l in &lines[5..] {
+        let prefix: String = l.chars().take(at).collect();
+        assert!(prefix.ends_with("  "), "{l:?}");
+        assert!(l.chars().nth(at).is_some_and(|c| c != ' '), "{l:?}");
+    }
+    assert!(lines.iter().all(|l| l.chars().count() <= 120), "{text}");
+
+    // Narrow: long names lose their start, keeping the method; top limits the rows.
+    let narrow = r.render_table(4, 100);
+    let serve = narrow
+        .lines()
+        .find(|l| l.contains("ServeHTTP"))
+        .expect("row");
+    assert!(serve.contains("…"), "{serve}");
+    assert!(serve.ends_with("(*Server).ServeHTTP"), "{serve}");
+    assert!(narrow.lines().all(|l| l.chars().count() <= 100), "{narrow}");
+    let one = r.render_table(1, 120);
+    assert!(
+        one.contains("main.alpha") && !one.contains("main.beta"),
+        "{one}"
+    );
+    assert!(
+        one.trim_end().ends_with("(1 of 4 functions shown)"),
+        "{one}"
+    );
+    assert_eq!(r.render_table(0, 120).lines().count(), 5 + 4);
+}
+
+#[test]
+fn html_is_self_contained() {
+    let mut r = sample_report();
+    r.rows[0].function = "</script><img src=x onerror=alert(1)>".into();
+    r.tree.nodes[2].name = "</script><b>x</b>".into();
+    let html = r.render_html("cpu <before> & after");
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "external URL"
+    );
+    assert!(
+        !html.contains("src=\"") && !html.contains("href="),
+        "external resource"
+    );
+    assert!(html.contains("<title>cpu &lt;before&gt; &amp; after</title>"));
+    assert!(html.contains("<canvas id=\"flame-canvas\""));
+    assert!(html.contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
+    assert!(!html.contains("<img"));
+    // Only the page's own script elements close.
+    assert_eq!(html.matches("</script>").count(), 3);
+    assert!(html.contains("\\u003c/script>\\u003cb>x\\u003c/b>"));
+    assert!(html.contains("before: 12:00..12:01") && html.contains("after: 13:00..13:01"));
+    assert!(
+        html.contains("<td class=\"n\">60</td><td class=\"n\">2</td>"),
+        "instances"
+    );
+    assert!(html.contains("main.beta"));
+
+    // The embedded data is valid JSON with one entry per node.
+    let start = html.find("type=\"application/json\">").expect("data") + 24;
+    let len = html[start..].find("</script>").expect("end");
+    let data: serde_json::Value = serde_json::from_str(&html[start..start + len]).expect("json");
+    assert_eq!(data["unit"], "nanoseconds");
+    assert_eq!(
+        data["nodes"]["depth"].as_array().map(Vec::len),
+        Some(r.tree.nodes.len())
+    );
+}
+
+#[test]
+fn svg_rendering() {
+    let r = sample_report();
+    let svg = r.render_svg("cpu & more");
+    assert!(svg.starts_with("<?xml"));
+    assert!(svg.contains("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("<title>cpu &amp; more</title>"));
+    // total, main.main, alpha, beta, ServeHTTP.
+    assert_eq!(svg.matches("<rect x=").count(), 5);
+    let frame = |name: &str| {
+        svg.lines()
+            .find(|l| l.starts_with(&format!("<g><title>{name}&#10;")))
+            .unwrap_or_else(|| panic!("no frame {name}"))
+            .to_string()
+    };
+    assert!(frame("main.alpha").contains(&format!("fill=\"{}\"", svg::colour(-0.9))));
+    assert!(frame("main.beta").contains(&format!("fill=\"{}\"", svg::colour(1.0))));
+    assert!(frame("main.alpha").contains("total: 10.0ms/s → 1.00ms/s (-90.0%)"));
+    assert_eq!(svg::colour(0.0), "#cccccc");
+    assert_eq!(svg::colour(1.0), "#ec1313");
+    assert_eq!(svg::colour(-1.0), "#135bec");
+    // Empty reports still render.
+    let empty = run(P::cpu().window(1.0, 1), P::cpu().window(1.0, 1));
+    assert!(empty.render_svg("x").ends_with("</svg>\n"));
+    assert!(empty.render_table(5, 80).contains("FUNCTION"));
+    assert!(empty.render_html("x").contains("<canvas"));
+}
+
+#[test]
+fn html_leaves_out_invisible_frames() {
+    let before = P::cpu()
+        .cpu_sample(&["big", "main"], 10_000_000)
+        .cpu_sample(&["tiny_leaf", "tiny", "main"], 1)
+        .cpu_sample(&["after_tiny", "main"], 5_000_000)
+        .window(1.0, 1);
+    let r = run(before, P::cpu().window(1.0, 1));
+    assert_eq!(r.tree.nodes.len(), 6);
+    let html = r.render_html("x");
+    let start = html.find("type=\"application/json\">").expect("data") + 24;
+    let len = html[start..].find("</script>").expect("end");
+    let data: serde_json::Value = serde_json::from_str(&html[start..start + len]).expect("json");
+    let names: Vec<&str> = data["nodes"]["name"]
+        .as_array()
+        .expect("names")
+        .iter()
+        .filter_map(|i| data["names"][i.as_u64().expect("index") as usize].as_str())
+        .collect();
+    assert_eq!(names, ["total", "main", "after_tiny", "big"]);
+    assert!(html.contains("tiny_leaf"), "the table still lists it");
+}

@@ -1,0 +1,14 @@
+//! Reading profiles back: one interface over the local store (`pyroscope.store`) and a
+//! Pyroscope backend's querier API, used by `scraper query`, `scraper pgo` and `scraper diff`.
+//!
+//! * [`selector`]: label selectors, `{service_name="x", namespace=~"otel.*"}`.
+//! * [`time`]: `now-1h`, RFC 3339 and Unix times, and `FROM..TO` ranges.
+//! * [`source`]: the [`source::ProfileSource`] trait, queries and marks.
+//! * [`local`]: the source backed by a store directory.
+//! * [`remote`]: the source backed by `querier.v1.QuerierService`.
+
+pub mod local;
+pub mod remote;
+pub mod selector;
+pub mod source;
+pub mod time;

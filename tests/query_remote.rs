@@ -1,0 +1,635 @@
+//! The Pyroscope querier as a profile source (`scraper::query::remote`), against the fake
+//! querier of tests/support: the merged result of a query is exactly the merge of the stored
+//! profiles it selects, long ranges are cut into day chunks the backend accepts, old servers
+//! are served through `SelectMergeProfile`, and failures name the cause.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use scraper::pprof::proto::{Function, Line, Location, Mapping, Profile, Sample, ValueType};
+use scraper::pprof::reference::{StackKey, by_stack};
+use scraper::query::remote::{RemoteOptions, RemoteSource};
+use scraper::query::selector::Selector;
+use scraper::query::source::{ProfileSource, ProfileType, Query, QueryError};
+use support::fake_querier::{
+    Config, DAY_MS, FakeQuerier, SELECT_MERGE_PROFILE, SELECT_MERGE_STACKTRACES, SERIES, Stored,
+};
+
+const HOUR_MS: i64 = 3_600_000;
+/// 2023-11-14T22:13:20Z, a whole second like /ingest timestamps.
+const T0: i64 = 1_700_000_000_000;
+
+/// A Go-style CPU profile (samples/count and cpu/nanoseconds, 10 ms period) with one sample
+/// per `(stack, samples)`, stacks leaf first.
+fn cpu(stacks: &[(&[&str], i64)]) -> Profile {
+    let mut p = Profile {
+        string_table: vec![String::new()],
+        ..Profile::default()
+    };
+    let s = |p: &mut Profile, text: &str| -> i64 {
+        if let Some(i) = p.string_table.iter().position(|x| x == text) {
+            return i as i64;
+        }
+        p.string_table.push(text.to_string());
+        p.string_table.len() as i64 - 1
+    };
+    p.sample_type = vec![
+        ValueType {
+            r#type: s(&mut p, "samples"),
+            unit: s(&mut p, "count"),
+        },
+        ValueType {
+            r#type: s(&mut p, "cpu"),
+            unit: s(&mut p, "nanoseconds"),
+        },
+    ];
+    p.period_type = Some(ValueType {
+        r#type: s(&mut p, "cpu"),
+        unit: s(&mut p, "nanoseconds"),
+    });
+    p.period = 10_000_000;
+    let filename = s(&mut p, "/app");
+    p.mapping.push(Mapping {
+        id: 1,
+        filename,
+        has_functions: true,
+        ..Mapping::default()
+    });
+    for (stack, samples) in stacks {
+        let mut ids = Vec::new();
+        for name in *stack {
+            let n = s(&mut p, name);
+            let id = match p.function.iter().find(|f| f.name == n) {
+                Some(f) => f.id,
+                None => {
+                    let id = p.function.len() as u64 + 1;
+                    p.function.push(Function {
+                        id,
+                        name: n,
+                        system_name: n,
+                        filename,
+                        start_line: 1,
+                    });
+                    p.location.push(Location {
+                        id,
+                        mapping_id: 1,
+                        line: vec![Line {
+                            function_id: id,
+                            line: 10,
+                            column: 0,
+                        }],
+                        ..Location::default()
+                    });
+                    id
+                }
+            };
+            ids.push(id);
+        }
+        p.sample.push(Sample {
+            location_id: ids,
+            value: vec![*samples, samples * 10_000_000],
+            label: vec![],
+        });
+    }
+    p
+}
+
+fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn stored(pairs: &[(&str, &str)], time_ms: i64, profile: Profile) -> Stored {
+    let mut l = labels(&[("__name__", "process_cpu")]);
+    l.extend(labels(pairs));
+    Stored {
+        labels: l,
+        time_ms,
+        profile,
+    }
+}
+
+fn at(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms as u64)
+}
+
+fn query(selector: &str, from_ms: i64, to_ms: i64) -> Query {
+    Query {
+        selector: Selector::parse(selector).expect("selector"),
+        profile_type: ProfileType::parse("process_cpu").expect("type"),
+        from: at(from_ms),
+        to: at(to_ms),
+    }
+}
+
+/// What the querier should answer: the stored profiles' cpu/nanoseconds values, by stack.
+fn expected(profiles: &[&Profile]) -> BTreeMap<StackKey, Vec<i64>> {
+    let mut out: BTreeMap<StackKey, Vec<i64>> = BTreeMap::new();
+    for p in profiles {
+        for (key, values) in by_stack(p) {
+            out.entry(key).or_insert_with(|| vec![0])[0] += values[1];
+        }
+    }
+    out
+}
+
+/// The fake on a runtime of its own, so the source under test can block the test thread.
+struct Server {
+    fake: FakeQuerier,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn serve(config: Config, data: Vec<Stored>) -> Server {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let fake = runtime.block_on(FakeQuerier::start(config, data));
+    Server {
+        fake,
+        _runtime: runtime,
+    }
+}
+
+fn source(url: &str, options: RemoteOptions) -> RemoteSource {
+    RemoteSource::new(url, options).expect("source")
+}
+
+fn no_progress() -> impl FnMut(usize, usize) {
+    |_, _| {}
+}
+
+fn remote_error(err: QueryError) -> (String, String) {
+    match err {
+        QueryError::Remote { url, message } => (url, message),
+        other => panic!("not a remote error: {other}"),
+    }
+}
+
+/// Series `app/a` (two profiles), `app/b`, `other`, and a memory profile of `app/a`, within
+/// the first four hours after T0; plus profiles just outside `[T0, T0 + 4h)`.
+fn fixture() -> (Vec<Stored>, [Profile; 4]) {
+    let a1 = cpu(&[(&["spin", "main"], 3), (&["work", "main"], 1)]);
+    let a2 = cpu(&[(&["spin", "main"], 2), (&["gc"], 5)]);
+    let b = cpu(&[(&["work", "main"], 7)]);
+    let other = cpu(&[(&["other", "main"], 11)]);
+    let mut memory = cpu(&[(&["alloc", "main"], 13)]);
+    memory.sample_type.truncate(1);
+    for s in &mut memory.sample {
+        s.value.truncate(1);
+    }
+    let n = memory.string_table.len() as i64;
+    memory
+        .string_table
+        .extend(["space".to_string(), "bytes".to_string()]);
+    memory.period_type = Some(ValueType {
+        r#type: n,
+        unit: n + 1,
+    });
+    let app_a = [("service_name", "app"), ("pod", "a")];
+    let data = vec![
+        stored(&app_a, T0 + HOUR_MS, a1.clone()),
+        stored(&app_a, T0 + 2 * HOUR_MS, a2.clone()),
+        stored(
+            &[("service_name", "app"), ("pod", "b")],
+            T0 + 3 * HOUR_MS,
+            b.clone(),
+        ),
+        stored(&[("service_name", "other")], T0 + HOUR_MS, other.clone()),
+        Stored {
+            labels: labels(&[
+                ("__name__", "memory"),
+                ("service_name", "app"),
+                ("pod", "a"),
+            ]),
+            time_ms: T0 + HOUR_MS,
+            profile: memory,
+        },
+        // Before the range, and at its (exclusive) end.
+        stored(&app_a, T0 - 1, cpu(&[(&["early"], 100)])),
+        stored(&app_a, T0 + 4 * HOUR_MS, cpu(&[(&["late"], 100)])),
+    ];
+    (data, [a1, a2, b, other])
+}
+
+#[test]
+fn select_merge_returns_exactly_the_matching_profiles() {
+    let (data, [a1, a2, b, _other]) = fixture();
+    let server = serve(Config::default(), data);
+    let remote = source(&server.fake.url(), RemoteOptions::default());
+
+    let cases: Vec<(&str, Vec<&Profile>, usize)> = vec![
+        (r#"{service_name="app"}"#, vec![&a1, &a2, &b], 2),
+        (r#"{service_name="app", pod=~"a"}"#, vec![&a1, &a2], 1),
+        (r#"{pod="b"}"#, vec![&b], 1),
+    ];
+    for (selector, want, series) in cases {
+        let merged = remote
+            .select_merge(&query(selector, T0, T0 + 4 * HOUR_MS), &mut no_progress())
+            .expect(selector)
+            .expect("some profiles match");
+        scraper::pprof::validate(&merged.profile).expect("valid");
+        assert_eq!(merged.profile.sample_type.len(), 1, "{selector}");
+        assert_eq!(by_stack(&merged.profile), expected(&want), "{selector}");
+        assert_eq!(merged.series, series, "{selector}");
+        assert_eq!(merged.profiles, 0, "unknown remotely");
+    }
+    let none = remote
+        .select_merge(
+            &query(r#"{service_name="nope"}"#, T0, T0 + 4 * HOUR_MS),
+            &mut no_progress(),
+        )
+        .expect("query");
+    assert!(none.is_none());
+
+    // The requests, as the spec describes them.
+    let calls = server.fake.calls_to(SELECT_MERGE_STACKTRACES);
+    let first = &calls[0];
+    assert_eq!(
+        first.profile_type_id,
+        "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+    );
+    assert_eq!(first.label_selector, r#"{service_name="app"}"#);
+    assert_eq!((first.start, first.end), (T0, T0 + 4 * HOUR_MS - 1));
+    assert_eq!(first.format, 4, "PROFILE_FORMAT_PPROF");
+    assert_eq!(first.header("content-type"), Some("application/proto"));
+    assert_eq!(first.header("connect-protocol-version"), Some("1"));
+    assert!(first.header("x-scope-orgid").is_none());
+    let series = server.fake.calls_to(SERIES);
+    assert_eq!(
+        series[0].matchers,
+        [r#"{service_name="app", __profile_type__="process_cpu:cpu:nanoseconds:cpu:nanoseconds"}"#]
+    );
+    assert_eq!((series[0].start, series[0].end), (T0, T0 + 4 * HOUR_MS - 1));
+    assert!(server.fake.calls_to(SELECT_MERGE_PROFILE).is_empty());
+    assert!(
+        remote
+            .marks(at(T0), at(T0 + DAY_MS))
+            .expect("marks")
+            .is_empty()
+    );
+}
+
+#[test]
+fn long_queries_are_split_into_day_chunks() {
+    // One profile per 6 h over three days, some exactly on chunk boundaries.
+    let mut data = Vec::new();
+    let mut all = Vec::new();
+    for i in 0..12i64 {
+        let p = cpu(&[
+            (&["spin", "main"], i + 1),
+            (&[if i % 2 == 0 { "even" } else { "odd" }], 1),
+        ]);
+        let pod = if i % 3 == 0 { "a" } else { "b" };
+        data.push(stored(
+            &[("service_name", "app"), ("pod", pod)],
+            T0 + i * 6 * HOUR_MS,
+            p.clone(),
+        ));
+        all.push(p);
+    }
+    let server = serve(Config::default(), data);
+    let remote = source(&server.fake.url(), RemoteOptions::default());
+    let mut progress = Vec::new();
+    let merged = remote
+        .select_merge(
+            &query(r#"{service_name="app"}"#, T0, T0 + 3 * DAY_MS),
+            &mut |done, total| progress.push((done, total)),
+        )
+        .expect("query")
+        .expect("profiles");
+    assert_eq!(
+        by_stack(&merged.profile),
+        expected(&all.iter().collect::<Vec<_>>())
+    );
+    assert_eq!(merged.series, 2);
+    assert_eq!(progress, [(1, 3), (2, 3), (3, 3)]);
+    let calls = server.fake.calls_to(SELECT_MERGE_STACKTRACES);
+    let ranges: Vec<(i64, i64)> = calls.iter().map(|c| (c.start, c.end)).collect();
+    assert_eq!(
+        ranges,
+        [
+            (T0, T0 + DAY_MS - 1),
+            (T0 + DAY_MS, T0 + 2 * DAY_MS - 1),
+            (T0 + 2 * DAY_MS, T0 + 3 * DAY_MS - 1),
+        ]
+    );
+    assert!(calls.iter().all(|c| c.status == 200));
+    assert_eq!(server.fake.calls_to(SERIES).len(), 3);
+
+    // A chunk with nothing in it is skipped, not an error; nothing at all is `None`.
+    let sparse = remote
+        .select_merge(
+            &query(r#"{pod="a"}"#, T0 + HOUR_MS, T0 + 2 * DAY_MS + HOUR_MS),
+            &mut no_progress(),
+        )
+        .expect("query")
+        .expect("profiles");
+    let want: Vec<&Profile> = [3usize, 6].iter().map(|&i| &all[i]).collect();
+    assert_eq!(by_stack(&sparse.profile), expected(&want));
+    let nothing = remote
+        .select_merge(
+            &query(r#"{service_name="app"}"#, T0 + 4 * DAY_MS, T0 + 6 * DAY_MS),
+            &mut no_progress(),
+        )
+        .expect("query");
+    assert!(nothing.is_none());
+}
+
+#[test]
+fn old_servers_fall_back_to_select_merge_profile() {
+    let (data, [a1, a2, b, _]) = fixture();
+    let (early, late) = (data[5].profile.clone(), data[6].profile.clone());
+    let server = serve(
+        Config {
+            omit_pprof: true,
+            ..Config::default()
+        },
+        data,
+    );
+    let remote = source(&server.fake.url(), RemoteOptions::default());
+    // Two chunks: the fallback is found on the first and used straight away for the second.
+    let merged = remote
+        .select_merge(
+            &query(
+                r#"{service_name="app"}"#,
+                T0 - 2 * HOUR_MS,
+                T0 + 23 * HOUR_MS,
+            ),
+            &mut no_progress(),
+        )
+        .expect("query")
+        .expect("profiles");
+    assert_eq!(
+        by_stack(&merged.profile),
+        expected(&[&early, &a1, &a2, &b, &late])
+    );
+    assert_eq!(server.fake.calls_to(SELECT_MERGE_STACKTRACES).len(), 1);
+    let fallback = server.fake.calls_to(SELECT_MERGE_PROFILE);
+    assert_eq!(fallback.len(), 2);
+    assert_eq!(fallback[0].label_selector, r#"{service_name="app"}"#);
+    assert_eq!(
+        fallback[0].profile_type_id,
+        "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+    );
+}
+
+#[test]
+fn gzipped_profiles_in_responses_are_read() {
+    let (data, [a1, a2, b, _]) = fixture();
+    let server = serve(
+        Config {
+            gzip_pprof: true,
+            ..Config::default()
+        },
+        data,
+    );
+    let remote = source(&server.fake.url(), RemoteOptions::default());
+    let merged = remote
+        .select_merge(
+            &query(r#"{service_name="app"}"#, T0, T0 + 4 * HOUR_MS),
+            &mut no_progress(),
+        )
+        .expect("query")
+        .expect("profiles");
+    assert_eq!(by_stack(&merged.profile), expected(&[&a1, &a2, &b]));
+}
+
+#[test]
+fn series_failures_cost_only_the_count() {
+    let (data, [a1, a2, b, _]) = fixture();
+    let server = serve(
+        Config {
+            fail_series: true,
+            ..Config::default()
+        },
+        data,
+    );
+    let merged = source(&server.fake.url(), RemoteOptions::default())
+        .select_merge(
+            &query(r#"{service_name="app"}"#, T0, T0 + 4 * HOUR_MS),
+            &mut no_progress(),
+        )
+        .expect("query")
+        .expect("profiles");
+    assert_eq!(by_stack(&merged.profile), expected(&[&a1, &a2, &b]));
+    assert_eq!(merged.series, 0, "unknown");
+    assert_eq!(server.fake.calls_to(SERIES)[0].status, 501);
+}
+
+#[test]
+fn the_profile_type_picks_the_sample_type() {
+    let (data, [a1, a2, b, _]) = fixture();
+    let server = serve(Config::default(), data);
+    let remote = source(&server.fake.url(), RemoteOptions::default());
+    let mut q = query(r#"{service_name="app"}"#, T0, T0 + 4 * HOUR_MS);
+    q.profile_type = ProfileType::parse("process_cpu:samples:count:cpu:nanoseconds").expect("type");
+    let merged = remote
+        .select_merge(&q, &mut no_progress())
+        .expect("query")
+        .expect("profiles");
+    let mut want: BTreeMap<StackKey, Vec<i64>> = BTreeMap::new();
+    for p in [&a1, &a2, &b] {
+        for (key, values) in by_stack(p) {
+            want.entry(key).or_insert_with(|| vec![0])[0] += values[0];
+        }
+    }
+    assert_eq!(by_stack(&merged.profile), want);
+    let s = |i: i64| merged.profile.string_table[i as usize].as_str();
+    let t = merged.profile.sample_type[0];
+    assert_eq!((s(t.r#type), s(t.unit)), ("samples", "count"));
+    assert_eq!(
+        server.fake.calls_to(SELECT_MERGE_STACKTRACES)[0].profile_type_id,
+        "process_cpu:samples:count:cpu:nanoseconds"
+    );
+
+    // A memory query sees only the memory profile.
+    q.profile_type = ProfileType::parse("memory:samples:count:space:bytes").expect("type");
+    let memory = remote
+        .select_merge(&q, &mut no_progress())
+        .expect("query")
+        .expect("profiles");
+    assert_eq!(memory.profile.sample.len(), 1);
+    assert_eq!(memory.profile.sample[0].value, [13]);
+    assert_eq!(memory.series, 1);
+}
+
+#[test]
+fn tenant_and_auth_are_sent() {
+    let (data, [a1, a2, b, _]) = fixture();
+    let server = serve(
+        Config {
+            tenant: Some("team-a".into()),
+            basic_auth: Some(("stack".into(), "secret".into())),
+            ..Config::default()
+        },
+        data,
+    );
+    let q = query(r#"{service_name="app"}"#, T0, T0 + 4 * HOUR_MS);
+    let good = RemoteOptions {
+        tenant: Some("team-a".into()),
+        basic_auth: Some(("stack".into(), "secret".into())),
+        headers: vec![("X-Extra".into(), "yes".into())],
+        ..RemoteOptions::default()
+    };
+    let merged = source(&server.fake.url(), good.clone())
+        .select_merge(&q, &mut no_progress())
+        .expect("query")
+        .expect("profiles");
+    assert_eq!(by_stack(&merged.profile), expected(&[&a1, &a2, &b]));
+    let call = &server.fake.calls()[0];
+    assert_eq!(call.header("x-scope-orgid"), Some("team-a"));
+    assert_eq!(call.header("x-extra"), Some("yes"));
+
+    let cases: Vec<(&str, RemoteOptions, &[&str])> = vec![
+        (
+            "wrong password",
+            RemoteOptions {
+                basic_auth: Some(("stack".into(), "wrong".into())),
+                ..good.clone()
+            },
+            &["unauthenticated", "401", "Unauthorized"],
+        ),
+        (
+            "no tenant",
+            RemoteOptions {
+                tenant: None,
+                ..good.clone()
+            },
+            &["unauthenticated", "401", "no org id"],
+        ),
+        (
+            "other tenant",
+            RemoteOptions {
+                tenant: Some("team-b".into()),
+                ..good.clone()
+            },
+            &["permission_denied", "403", "unknown tenant"],
+        ),
+    ];
+    for (name, options, want) in cases {
+        let err = source(&server.fake.url(), options)
+            .select_merge(&q, &mut no_progress())
+            .expect_err(name);
+        let text = err.to_string();
+        let (url, message) = remote_error(err);
+        assert!(url.ends_with(SELECT_MERGE_STACKTRACES), "{name}: {url}");
+        for w in want {
+            assert!(message.contains(w), "{name}: {text}");
+        }
+    }
+
+    let bearer = serve(
+        Config {
+            bearer_token: Some("tok".into()),
+            ..Config::default()
+        },
+        fixture().0,
+    );
+    let ok = RemoteOptions {
+        bearer_token: Some("tok".into()),
+        ..RemoteOptions::default()
+    };
+    assert!(
+        source(&bearer.fake.url(), ok)
+            .select_merge(&q, &mut no_progress())
+            .expect("bearer")
+            .is_some()
+    );
+}
+
+#[test]
+fn backend_errors_and_unreachable_servers_are_clear() {
+    // A backend whose max_query_length is 1 h rejects our day chunks with its message.
+    let server = serve(
+        Config {
+            max_query_length_ms: HOUR_MS,
+            ..Config::default()
+        },
+        fixture().0,
+    );
+    let remote = source(&server.fake.url(), RemoteOptions::default());
+    let err = remote
+        .select_merge(
+            &query(r#"{service_name="app"}"#, T0, T0 + 4 * HOUR_MS),
+            &mut no_progress(),
+        )
+        .expect_err("too long");
+    let text = err.to_string();
+    let (_, message) = remote_error(err);
+    assert!(
+        message.starts_with(
+            "invalid_argument (HTTP 400): the query time range exceeds the limit (max_query_length"
+        ),
+        "{text}"
+    );
+
+    // A selector the backend cannot parse.
+    let mut bad = query("{}", T0, T0 + HOUR_MS);
+    bad.selector.matchers.push(
+        scraper::query::selector::Matcher::new("a-b", scraper::query::selector::MatchOp::Eq, "x")
+            .expect("matcher"),
+    );
+    let (_, message) = remote_error(
+        remote
+            .select_merge(&bad, &mut no_progress())
+            .expect_err("bad selector"),
+    );
+    assert!(message.contains("invalid_argument (HTTP 400)"), "{message}");
+
+    // Wrong base URL: the RPC is not there.
+    let wrong = source(
+        &format!("{}/prefix", server.fake.url()),
+        RemoteOptions::default(),
+    );
+    let (url, message) = remote_error(
+        wrong
+            .select_merge(&query("{}", T0, T0 + HOUR_MS), &mut no_progress())
+            .expect_err("404"),
+    );
+    assert!(url.contains("/prefix/querier.v1"), "{url}");
+    assert!(message.starts_with("unimplemented (HTTP 404)"), "{message}");
+
+    // Nobody listening.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let refused = source(
+        &format!("http://127.0.0.1:{port}"),
+        RemoteOptions::default(),
+    );
+    let err = refused
+        .select_merge(&query("{}", T0, T0 + HOUR_MS), &mut no_progress())
+        .expect_err("refused");
+    let text = err.to_string();
+    let (url, message) = remote_error(err);
+    assert!(
+        url.starts_with(&format!("http://127.0.0.1:{port}/")),
+        "{url}"
+    );
+    assert!(message.starts_with("unavailable"), "{text}");
+    assert!(message.to_lowercase().contains("refused"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn works_from_inside_a_runtime() {
+    let (data, [a1, a2, b, _]) = fixture();
+    let fake = FakeQuerier::start(Config::default(), data).await;
+    let remote = source(&fake.url(), RemoteOptions::default());
+    let merged = remote
+        .select_merge(
+            &query(r#"{service_name="app"}"#, T0, T0 + 4 * HOUR_MS),
+            &mut no_progress(),
+        )
+        .expect("query")
+        .expect("profiles");
+    assert_eq!(by_stack(&merged.profile), expected(&[&a1, &a2, &b]));
+    // Dropping the source here must not panic either.
+    drop(remote);
+}
