@@ -3,22 +3,18 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::SystemTime;
 
 use clap::Args;
 
-use super::source::{QueryArgs, SourceArgs, fetch, write_new};
+use super::source::{QueryArgs, RangeArgs, SourceArgs, fetch, write_new};
 use crate::pprof::pgo::{PgoOptions, to_pgo};
-use crate::query::time::parse_time;
 
 #[derive(Debug, Args)]
 pub(crate) struct PgoCmd {
     #[command(flatten)]
     query: QueryArgs,
-    #[arg(long, default_value = "now-1h")]
-    from: String,
-    #[arg(long, default_value = "now")]
-    to: String,
+    #[command(flatten)]
+    range: RangeArgs,
     /// Where to write the profile (gzipped pprof).
     #[arg(
         short = 'o',
@@ -42,10 +38,7 @@ pub(crate) struct PgoCmd {
 }
 
 pub(crate) fn pgo(args: PgoCmd) -> anyhow::Result<ExitCode> {
-    let now = SystemTime::now();
-    let from = parse_time(&args.from, now).map_err(anyhow::Error::msg)?;
-    let to = parse_time(&args.to, now).map_err(anyhow::Error::msg)?;
-    let q = args.query.build(from, to)?;
+    let q = args.range.query(&args.query)?;
     let source = args.source.open()?;
     let merged = fetch(source.as_ref(), &q, "the window")?;
     let opts = PgoOptions {

@@ -97,6 +97,27 @@ impl QueryArgs {
     }
 }
 
+/// `--from` / `--to` of `query` and `pgo`.
+#[derive(Debug, Args)]
+pub(crate) struct RangeArgs {
+    /// Start: now-1h, RFC 3339 or Unix seconds.
+    #[arg(long, default_value = "now-1h")]
+    from: String,
+    /// End (exclusive).
+    #[arg(long, default_value = "now")]
+    to: String,
+}
+
+impl RangeArgs {
+    /// The query for this range, times relative to now.
+    pub(crate) fn query(&self, args: &QueryArgs) -> anyhow::Result<Query> {
+        let now = SystemTime::now();
+        let from = crate::query::time::parse_time(&self.from, now).map_err(anyhow::Error::msg)?;
+        let to = crate::query::time::parse_time(&self.to, now).map_err(anyhow::Error::msg)?;
+        args.build(from, to)
+    }
+}
+
 /// Runs a query with a progress bar on a terminal; `what` names it in messages.
 pub(crate) fn fetch(
     source: &dyn ProfileSource,

@@ -56,6 +56,10 @@ impl ProfileSource for LocalSource {
         let mut done = 0usize;
         let mut failure: Option<QueryError> = None;
         let limits = crate::pprof::Limits::default();
+        let from_nanos = query
+            .from
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
         let flush =
             |batch: &mut Vec<Profile>, merged: &mut Option<Profile>| -> Result<(), QueryError> {
                 if batch.is_empty() {
@@ -81,6 +85,11 @@ impl ProfileSource for LocalSource {
                     .map_err(|e| QueryError::Merge(e.to_string()))
                     .and_then(|p| reduce_to(p, &query.profile_type))
                 {
+                    // Profiles are stored under the time they arrived (the end of a CPU
+                    // profile's window); one that started before `from` straddles the window's
+                    // start and would mix in the previous window (the workload before a mark),
+                    // so it belongs to neither.
+                    Ok(p) if p.time_nanos > 0 && p.time_nanos < from_nanos => {}
                     Ok(p) => batch.push(p),
                     Err(e) => {
                         tracing::debug!(error = %e, series = s.id, "skipping a stored profile");
