@@ -6,3 +6,4 @@ pub mod fake_kube;
 pub mod fake_querier;
 pub mod go;
 pub mod pyroscope_receiver;
+pub mod tools;
