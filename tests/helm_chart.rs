@@ -738,7 +738,10 @@ async fn sharded_statefulset_replicas_split_all_targets() {
     let expected: BTreeSet<(String, String)> = (0..PODS)
         .flat_map(|i| {
             let url = |path: &str| format!("http://127.77.{}.{}:6060{path}", i / 250, i % 250 + 1);
-            let mut v = vec![("process_cpu".to_owned(), url("/debug/pprof/profile?seconds=14"))];
+            let mut v = vec![(
+                "process_cpu".to_owned(),
+                url("/debug/pprof/profile?seconds=14"),
+            )];
             if i % 3 == 0 {
                 v.push(("memory".to_owned(), url("/debug/pprof/allocs")));
             }
