@@ -654,7 +654,7 @@ fn annotated_pod(i: usize) -> Value {
         "profiles.grafana.com/cpu.scrape": "true",
         "profiles.grafana.com/cpu.port": "6060",
     });
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         annotations["profiles.grafana.com/memory.scrape"] = json!("true");
         annotations["profiles.grafana.com/memory.port_name"] = json!("http-pprof");
     }
@@ -742,7 +742,7 @@ async fn sharded_statefulset_replicas_split_all_targets() {
                 "process_cpu".to_owned(),
                 url("/debug/pprof/profile?seconds=14"),
             )];
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 v.push(("memory".to_owned(), url("/debug/pprof/allocs")));
             }
             v
