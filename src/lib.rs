@@ -2,6 +2,7 @@
 //!
 //! See docs/ARCHITECTURE.md for what each module owns.
 
+pub mod budget;
 pub mod cli;
 pub mod components;
 pub mod debug;

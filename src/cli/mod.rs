@@ -80,6 +80,15 @@ pub(crate) struct RunArgs {
     /// Directory where components keep state across restarts.
     #[arg(long = "storage.path", default_value = "data-scraper/")]
     storage_path: PathBuf,
+    /// Memory budget: a size ("256MiB"), "auto" (80% of the cgroup's memory limit; none
+    /// without one) or 0 for none. Over budget, work is shed by priority instead of growing
+    /// (docs/PERFORMANCE.md, "Memory budget").
+    #[arg(
+        long = "memory.limit",
+        default_value = "auto",
+        env = "SCRAPER_MEMORY_LIMIT"
+    )]
+    memory_limit: String,
 }
 
 /// A config file read and parsed for the offline debugging commands (`relabel`, `discover`).

@@ -8,10 +8,14 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::RunArgs;
+use crate::budget::{Budget, BudgetMetrics, parse_limit};
 use crate::components;
 use crate::runtime::logging::{self, LoggingConfig, LoggingHandle};
 use crate::runtime::{Controller, ControllerOptions, MetricsRegistry};
 use crate::server::{self, AppState};
+
+/// How often the memory budget reads RSS: fast enough to follow a burst of scrapes.
+const BUDGET_SAMPLE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Installed before anything else so that startup is logged; the config's `logging` block
@@ -27,10 +31,25 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "starting scraper");
+    let metrics = MetricsRegistry::new();
+    let limit = parse_limit(&args.memory_limit)?;
+    let budget = Budget::new(limit);
+    budget.set_metrics(BudgetMetrics::register(&metrics));
+    let sampling = budget.start_sampler(BUDGET_SAMPLE_INTERVAL);
+    budget.clone().install();
+    if limit > 0 {
+        tracing::info!(
+            limit_bytes = limit,
+            rss_sampled = sampling,
+            "memory budget set"
+        );
+    } else {
+        tracing::info!("no memory budget (--memory.limit)");
+    }
     let controller = Controller::new(ControllerOptions {
         registry: components::builtin(),
         storage_path: args.storage_path.clone(),
-        metrics: MetricsRegistry::new(),
+        metrics,
         logging: Some(logging),
     });
     // Listen before loading, as Alloy does: `/-/ready` answers 503 while the config loads.

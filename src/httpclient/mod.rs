@@ -45,6 +45,7 @@
 //! Secrets in files (`password_file`, `credentials_file`, `bearer_token_file`) are read again for
 //! every request, as in Prometheus, so rotated tokens are picked up.
 
+pub mod body;
 mod client;
 mod oauth2;
 mod tls;

@@ -113,8 +113,8 @@ impl TokenSource {
             .await
             .map_err(|e| HttpClientError::OAuth2(format!("requesting token: {e}")))?;
         let status = resp.status();
-        let bytes = resp
-            .bytes()
+        // A token answer is a small JSON object.
+        let bytes = super::body::read_limited(resp, 1 << 20)
             .await
             .map_err(|e| HttpClientError::OAuth2(format!("reading token response: {e}")))?;
         if !status.is_success() {

@@ -55,6 +55,18 @@ pub fn is_gzip(data: &[u8]) -> bool {
     data.starts_with(&[0x1f, 0x8b])
 }
 
+/// The size `raw` decompresses to, as its gzip trailer declares it (modulo 2^32, so never
+/// taken below the compressed size); a plain profile is its own size. For sizing buffers and
+/// budgets, not for trusting: the trailer is the sender's word.
+pub fn declared_size(raw: &[u8]) -> usize {
+    if is_gzip(raw) && raw.len() >= 18 {
+        let t = &raw[raw.len() - 4..];
+        (u32::from_le_bytes([t[0], t[1], t[2], t[3]]) as usize).max(raw.len())
+    } else {
+        raw.len()
+    }
+}
+
 /// A reusable gzip decompressor.
 pub struct Inflater {
     inflate: Decompress,

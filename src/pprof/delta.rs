@@ -379,6 +379,33 @@ impl DeltaEngine {
         &self.options
     }
 
+    /// Heap bytes the engine keeps allocated for the next profile (its scratch buffers, sized
+    /// by the largest profile it has processed), so that a pool of engines can be accounted.
+    pub fn retained_bytes(&self) -> usize {
+        use crate::pprof::view::capacity_bytes as c;
+        self.tables.retained_bytes()
+            + c(&self.raw)
+            + c(&self.sample.locations)
+            + c(&self.sample.values)
+            + c(&self.sample.labels)
+            + c(&self.str_hash)
+            + c(&self.fn_hash)
+            + c(&self.loc_hash)
+            + c(&self.hash_bytes)
+            + c(&self.label_hashes)
+            + c(&self.keys)
+            + c(&self.values)
+            + c(&self.emit)
+            + c(&self.old_row)
+            + c(&self.packed)
+            + c(&self.sorted)
+            + c(&self.keep_loc)
+            + c(&self.keep_fn)
+            + c(&self.keep_str)
+            + c(&self.out_raw)
+            + c(&self.sample_bytes)
+    }
+
     /// One scrape of a series: `state` is what the previous call returned for it (`None` for
     /// the first scrape). On error the caller keeps its previous state.
     pub fn apply(&mut self, state: Option<&SeriesState>, profile: &[u8]) -> Result<Applied> {

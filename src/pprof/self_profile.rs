@@ -517,7 +517,8 @@ mod tests {
                 .iter()
                 .flatten()
                 .any(|f| f.ends_with("self_profile::tests::burn_cpu")),
-            "burn_cpu not among sampled functions"
+            "burn_cpu not among sampled functions: {:?}",
+            &stacks[..stacks.len().min(3)]
         );
     }
 

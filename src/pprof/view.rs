@@ -193,7 +193,28 @@ pub(crate) struct Tables {
 /// (prost decrements its recursion counter per nested message).
 const NESTED: u32 = RECURSION_LIMIT - 1;
 
+/// Heap bytes a vector keeps allocated.
+pub(crate) fn capacity_bytes<T>(v: &Vec<T>) -> usize {
+    v.capacity() * std::mem::size_of::<T>()
+}
+
 impl Tables {
+    /// Heap bytes the tables keep allocated between profiles (approximate: the id indexes'
+    /// sparse maps are not counted).
+    pub(crate) fn retained_bytes(&self) -> usize {
+        capacity_bytes(&self.sample_types)
+            + capacity_bytes(&self.comments)
+            + capacity_bytes(&self.strings)
+            + capacity_bytes(&self.samples)
+            + capacity_bytes(&self.mappings)
+            + capacity_bytes(&self.locations)
+            + capacity_bytes(&self.lines)
+            + capacity_bytes(&self.functions)
+            + capacity_bytes(&self.location_ids.dense)
+            + capacity_bytes(&self.function_ids.dense)
+            + capacity_bytes(&self.mapping_ids.dense)
+    }
+
     /// Parses and validates everything but the samples' contents.
     pub(crate) fn parse(&mut self, data: &[u8]) -> Result<()> {
         self.clear();

@@ -30,6 +30,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use super::selector::{MatchOp, Matcher, Selector};
 use super::source::{Mark, Merged, ProfileSource, Query, QueryError};
+use crate::httpclient::body::{ReadError, read_limited};
 use crate::httpclient::{BasicAuth, HttpClient, HttpClientConfig};
 use crate::pprof::proto::Profile;
 use crate::syntax::types::SecretString;
@@ -289,10 +290,11 @@ impl RemoteSource {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| fail(transport_error(&e).to_string()))?;
+        let body = match read_limited(response, MAX_PROFILE_BYTES).await {
+            Ok(body) => body,
+            Err(ReadError::Transport(e)) => return Err(fail(transport_error(&e).to_string())),
+            Err(e) => return Err(fail(e.to_string())),
+        };
         classify_response(status, content_type.as_deref(), &body)
             .map_err(|e| fail(e.to_string()))?;
         Ok(body)
@@ -545,6 +547,37 @@ impl ProfileSource for RemoteSource {
     fn marks(&self, _from: SystemTime, _to: SystemTime) -> Result<Vec<Mark>, QueryError> {
         Ok(Vec::new())
     }
+}
+
+/// Not an API: the entry point of the `push_response` fuzz target (fuzz/). Reads `body` as
+/// every querier response this source decodes (`SelectMergeStacktraces`, `SelectMergeProfile`,
+/// `Series`), then merges the profiles that decoded and reduces the result to `sample_type`,
+/// as [`RemoteSource::select_merge`] does with its chunks.
+#[doc(hidden)]
+pub fn fuzz_decode_responses(
+    body: &[u8],
+    sample_type: (&str, &str),
+) -> Result<Option<Profile>, String> {
+    if let Ok(series) = wire::SeriesResponse::decode(body) {
+        for set in series.labels_set {
+            let mut labels: Vec<(String, String)> =
+                set.labels.into_iter().map(|l| (l.name, l.value)).collect();
+            labels.sort();
+        }
+    }
+    let stacktraces = wire::SelectMergeStacktracesResponse::decode(body)
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.pprof.map_or(Ok(None), |p| decode_profile(&p.profile)));
+    let mut profiles: Vec<Profile> = [stacktraces, decode_profile(body)]
+        .into_iter()
+        .filter_map(|r| r.ok().flatten())
+        .collect();
+    let profile = match profiles.len() {
+        0 => return Ok(None),
+        1 => profiles.swap_remove(0),
+        _ => crate::pprof::merge(&profiles).map_err(|e| e.to_string())?,
+    };
+    Ok(Some(keep_sample_type(profile, sample_type)))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod logfmt;
 pub mod logging;
 pub mod metrics;
 pub mod registry;
+pub mod size;
 pub mod timefmt;
 
 pub use check::check;

@@ -27,6 +27,9 @@ pub enum Reason {
     Auth,
     /// The target's labels exceed `label_limit` or a length limit; it is not scraped.
     LabelLimit,
+    /// The memory budget had no room for the body: the scrape was shed, not failed (the
+    /// target stays up). Not in [`Reason::ALL`]: sheds are counted by the budget.
+    MemoryBudget,
 }
 
 impl Reason {
@@ -57,6 +60,7 @@ impl Reason {
             Reason::InvalidProfile => "invalid_profile",
             Reason::Auth => "auth",
             Reason::LabelLimit => "label_limit",
+            Reason::MemoryBudget => "memory_budget",
         }
     }
 }

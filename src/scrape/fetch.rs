@@ -9,11 +9,16 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap};
 
 use super::error::{Reason, ScrapeError};
 use super::validate::{ERROR_BODY_PREVIEW, status_error, validate_body};
+use crate::budget::{Priority, Reservation};
 use crate::httpclient::HttpClient;
 use crate::syntax::types::format_go_duration;
 
 /// What one fetch needs.
 pub struct FetchRequest<'a> {
+    /// Memory for the body: grown with the buffer, at `priority`, or the read stops with
+    /// [`Reason::MemoryBudget`].
+    pub memory: &'a mut Reservation,
+    pub priority: Priority,
     pub client: &'a HttpClient,
     pub url: &'a reqwest::Url,
     pub timeout: Duration,
@@ -24,7 +29,7 @@ pub struct FetchRequest<'a> {
 }
 
 /// Fetches and checks one profile; the body is returned as received (gzip or plain protobuf).
-pub async fn fetch(req: &FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
+pub async fn fetch(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
     match tokio::time::timeout(req.timeout, fetch_inner(req)).await {
         Ok(result) => result,
         Err(_) => Err(ScrapeError::new(
@@ -37,7 +42,7 @@ pub async fn fetch(req: &FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
     }
 }
 
-async fn fetch_inner(req: &FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
+async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
     let mut headers = HeaderMap::new();
     req.client
         .apply(&mut headers)
@@ -58,7 +63,7 @@ async fn fetch_inner(req: &FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     if !status.is_success() {
         // Only the start of an error page is quoted; a broken body still reports the status.
-        let body = read_body(resp, ERROR_BODY_PREVIEW as u64, false, 0)
+        let body = read_body(resp, ERROR_BODY_PREVIEW as u64, false, 0, None)
             .await
             .unwrap_or_default();
         return Err(status_error(
@@ -82,18 +87,23 @@ async fn fetch_inner(req: &FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
     let hint = resp
         .content_length()
         .map_or(req.size_hint, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    let body = read_body(resp, limit, true, hint).await?;
+    let memory = Some((&mut *req.memory, req.priority));
+    let body = read_body(resp, limit, true, hint, memory).await?;
     validate_body(&body, content_type.as_deref())?;
     Ok(body)
 }
 
 /// Reads the body chunk by chunk. With `strict`, more than `limit` bytes (0 = no limit) is an
 /// error and reading stops there; without, the first `limit` bytes are returned.
+///
+/// With `memory`, the reservation follows the buffer's capacity: when the budget refuses to
+/// grow it, reading stops with [`Reason::MemoryBudget`].
 async fn read_body(
     mut resp: reqwest::Response,
     limit: u64,
     strict: bool,
     hint: usize,
+    mut memory: Option<(&mut Reservation, Priority)>,
 ) -> Result<Bytes, ScrapeError> {
     let cap = if limit > 0 {
         hint.min(usize::try_from(limit).unwrap_or(usize::MAX))
@@ -102,6 +112,7 @@ async fn read_body(
     };
     // A lying Content-Length cannot make us reserve more than 8 MiB up front.
     let mut buf = BytesMut::with_capacity(cap.min(8 << 20));
+    reserve_for(&mut memory, &buf)?;
     loop {
         let chunk = match resp.chunk().await {
             Ok(Some(c)) => c,
@@ -122,8 +133,38 @@ async fn read_body(
                 ),
             ));
         }
+        // Reserve before growing: the buffer at most doubles.
+        if buf.len() + chunk.len() > buf.capacity() {
+            let want = (buf.len() + chunk.len()).max(buf.capacity() * 2);
+            reserve_bytes(&mut memory, want)?;
+        }
         buf.extend_from_slice(&chunk);
+        reserve_for(&mut memory, &buf)?;
     }
+}
+
+fn reserve_for(
+    memory: &mut Option<(&mut Reservation, Priority)>,
+    buf: &BytesMut,
+) -> Result<(), ScrapeError> {
+    reserve_bytes(memory, buf.capacity())
+}
+
+fn reserve_bytes(
+    memory: &mut Option<(&mut Reservation, Priority)>,
+    bytes: usize,
+) -> Result<(), ScrapeError> {
+    let Some((reservation, priority)) = memory else {
+        return Ok(());
+    };
+    let bytes = bytes as u64;
+    if bytes <= reservation.bytes() || reservation.try_resize(*priority, bytes) {
+        return Ok(());
+    }
+    Err(ScrapeError::new(
+        Reason::MemoryBudget,
+        format!("the memory budget has no room for a body of {bytes} bytes"),
+    ))
 }
 
 /// A transport failure, described by its cause chain ("connection refused", "connection reset

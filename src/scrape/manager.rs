@@ -237,6 +237,9 @@ impl Manager {
                     "failures_total": s.failures,
                     "forwarded_total": s.forwarded,
                     "delta_state_bytes": s.state_bytes,
+                    "shed_total": s.shed,
+                    "shed_after_request_total": s.shed_after_request,
+                    "missed_total": s.missed,
                 });
                 (format!("{}\u{0}{:?}", t.scrape.url, t.scrape.labels), v)
             })

@@ -10,6 +10,8 @@
 //! | `pyroscope_scrape_delta_state_bytes` | | memory held as delta baselines |
 //! | `pyroscope_forwarded_entries_total` | | profiles handed to `forward_to` (Alloy's name) |
 //! | `pyroscope_fanout_latency` | | seconds spent handing a profile to `forward_to` (Alloy's name) |
+//! | `pyroscope_scrape_lateness_seconds` | | how long after its scheduled time each scrape started |
+//! | `pyroscope_scrape_missed_total` | | scheduled scrapes skipped because the previous one of the loop was still running |
 //!
 //! Every series also has `component_id` and `component_path`. A target's series are removed when
 //! the target goes away.
@@ -37,6 +39,14 @@ pub struct ScrapeMetrics {
     state_bytes: Family<Labels, Gauge>,
     forwarded: Family<Labels, Counter>,
     fanout_latency: HistogramFamily,
+    lateness: HistogramFamily,
+    missed: Family<Labels, Counter>,
+}
+
+fn lateness_histogram() -> Histogram {
+    Histogram::new([
+        0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+    ])
 }
 
 fn latency_histogram() -> Histogram {
@@ -58,6 +68,8 @@ impl ScrapeMetrics {
                 fanout_latency: Family::new_with_constructor(
                     latency_histogram as fn() -> Histogram,
                 ),
+                lateness: Family::new_with_constructor(lateness_histogram as fn() -> Histogram),
+                missed: Family::default(),
             };
             r.register(
                 "pyroscope_scrape_up",
@@ -94,6 +106,16 @@ impl ScrapeMetrics {
                 "Write latency for sending to pyroscope profiles",
                 m.fanout_latency.clone(),
             );
+            r.register(
+                "pyroscope_scrape_lateness_seconds",
+                "How long after its scheduled time each scrape started",
+                m.lateness.clone(),
+            );
+            r.register(
+                "pyroscope_scrape_missed",
+                "Scheduled scrapes skipped because the loop's previous scrape was still running",
+                m.missed.clone(),
+            );
             m
         })
     }
@@ -106,6 +128,8 @@ impl ScrapeMetrics {
             state_bytes: self.state_bytes.get_or_create(&base).clone(),
             forwarded: self.forwarded.get_or_create(&base).clone(),
             fanout_latency: self.fanout_latency.get_or_create(&base).clone(),
+            lateness: self.lateness.get_or_create(&base).clone(),
+            missed: self.missed.get_or_create(&base).clone(),
             all: self.clone(),
             base,
         }
@@ -121,6 +145,8 @@ pub struct ComponentMetrics {
     pub state_bytes: Gauge,
     pub forwarded: Counter,
     pub fanout_latency: Histogram,
+    pub lateness: Histogram,
+    pub missed: Counter,
 }
 
 impl ComponentMetrics {
@@ -158,6 +184,8 @@ impl ComponentMetrics {
         self.all.state_bytes.remove(&self.base);
         self.all.forwarded.remove(&self.base);
         self.all.fanout_latency.remove(&self.base);
+        self.all.lateness.remove(&self.base);
+        self.all.missed.remove(&self.base);
         for r in Reason::ALL {
             let mut l = self.base.clone();
             l.push(("reason".to_string(), r.as_str().to_string()));

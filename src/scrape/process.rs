@@ -11,11 +11,12 @@
 //! buffers only, sized by the largest profile seen) are pooled and shared by all loops of a
 //! component, so memory does not grow with the number of targets.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, mpsc};
 
 use bytes::Bytes;
 
 use super::error::{Reason, ScrapeError};
+use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::pprof::codec::Inflater;
 use crate::pprof::{
     DeltaEngine, DeltaOptions, DeltaOutcome, PprofError, ResetReason, SeriesState, validate_raw,
@@ -39,9 +40,45 @@ struct Worker {
 }
 
 /// Pooled delta engines and decompressors.
+///
+/// Small profiles are processed where they arrive, with pooled workers. Large ones go to a
+/// few dedicated threads (one per CPU: processing is CPU-bound, so more at once would only
+/// multiply the memory in use), each owning one worker for good. A worker's buffers are then
+/// allocated and freed by the same thread, which the allocator gives back to the system at
+/// once; freed from other threads (as tokio's blocking pool would), they lingered until the
+/// allocating thread ran again, hundreds of MB that no budget could see.
 pub struct Processor {
     options: DeltaOptions,
-    pool: Mutex<Vec<Worker>>,
+    /// Idle workers for small profiles, each with its buffers reserved against the budget.
+    pool: Mutex<Vec<(Worker, Reservation)>>,
+    /// The dedicated threads' queue, started on first use.
+    jobs: OnceLock<Mutex<mpsc::Sender<Job>>>,
+}
+
+/// A large profile for a processing thread.
+struct Job {
+    client_delta: bool,
+    body: Bytes,
+    state: Option<SeriesState>,
+    reply: tokio::sync::oneshot::Sender<(Result<Processed, ScrapeError>, Option<SeriesState>, u64)>,
+}
+
+/// Idle workers kept for small profiles at most.
+fn pool_limit() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| n.get() * 2)
+}
+
+fn new_worker(options: &DeltaOptions) -> Worker {
+    Worker {
+        engine: DeltaEngine::new(options.clone()),
+        inflater: Inflater::default(),
+        scratch: Vec::new(),
+    }
+}
+
+/// Heap bytes a worker keeps for the next profile.
+fn retained(w: &Worker) -> u64 {
+    (w.engine.retained_bytes() + w.scratch.capacity()) as u64
 }
 
 impl Default for Processor {
@@ -55,10 +92,11 @@ impl Processor {
         Processor {
             options,
             pool: Mutex::new(Vec::new()),
+            jobs: OnceLock::new(),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<Worker>> {
+    fn lock(&self) -> MutexGuard<'_, Vec<(Worker, Reservation)>> {
         self.pool.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -70,27 +108,134 @@ impl Processor {
         body: Bytes,
         state: &mut Option<SeriesState>,
     ) -> Result<Processed, ScrapeError> {
-        let mut w = self.lock().pop().unwrap_or_else(|| Worker {
-            engine: DeltaEngine::new(self.options.clone()),
-            inflater: Inflater::default(),
-            scratch: Vec::new(),
-        });
-        let result = if client_delta {
-            delta(&mut w, body, state)
-        } else {
-            check(&mut w, &self.options, body)
-        };
-        // Keep a worker whose scratch grew for a huge profile only if it is not huge: one
-        // 64 MiB outlier must not stay resident.
-        if w.scratch.capacity() <= 16 << 20 {
-            self.lock().push(w);
+        self.process_measured(client_delta, body, state).0
+    }
+
+    /// [`Processor::process`], also returning the working memory it took: the buffers of the
+    /// worker that processed it, which grow to what the largest profile needed.
+    pub fn process_measured(
+        &self,
+        client_delta: bool,
+        body: Bytes,
+        state: &mut Option<SeriesState>,
+    ) -> (Result<Processed, ScrapeError>, u64) {
+        let mut w = self
+            .lock()
+            .pop()
+            .map(|(w, _)| w)
+            .unwrap_or_else(|| new_worker(&self.options));
+        let result = run(&mut w, &self.options, client_delta, body, state);
+        let used = retained(&w);
+        // Keep a worker whose scratch grew for a huge profile only if it is not huge (one
+        // 64 MiB outlier must not stay resident), and only while the memory budget has room
+        // for its buffers: they are the first memory to give back.
+        if w.scratch.capacity() <= 16 << 20
+            && self.lock().len() < pool_limit()
+            && let Some(r) = Budget::global().try_reserve(Use::ProcessingPool, Priority::Low, used)
+        {
+            self.lock().push((w, r));
         }
-        result
+        if Budget::global().over(Priority::Low) {
+            self.lock().clear();
+        }
+        (result, used)
+    }
+
+    /// Processes a large body on a dedicated thread (see [`Processor`]); waits in line when
+    /// every thread is busy.
+    pub async fn process_large(
+        &self,
+        client_delta: bool,
+        body: Bytes,
+        state: &mut Option<SeriesState>,
+    ) -> (Result<Processed, ScrapeError>, u64) {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = Job {
+            client_delta,
+            body,
+            state: state.take(),
+            reply,
+        };
+        let sent = {
+            let jobs = self.jobs.get_or_init(|| Mutex::new(self.start_threads()));
+            let jobs = jobs.lock().unwrap_or_else(|e| e.into_inner());
+            jobs.send(job)
+        };
+        if let Err(mpsc::SendError(job)) = sent {
+            *state = job.state;
+            return (Err(threads_gone()), 0);
+        }
+        match answer.await {
+            Ok((result, new_state, used)) => {
+                *state = new_state;
+                (result, used)
+            }
+            Err(_) => (Err(threads_gone()), 0),
+        }
+    }
+
+    /// Starts one processing thread per CPU; they stop when the processor is dropped.
+    fn start_threads(&self) -> mpsc::Sender<Job> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        for i in 0..cpus {
+            let rx = rx.clone();
+            let options = self.options.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("pprof-process-{i}"))
+                .spawn(move || processing_thread(&rx, &options));
+            if let Err(e) = spawned {
+                tracing::error!(err = %e, "could not start a profile processing thread");
+            }
+        }
+        tx
     }
 
     /// Workers currently pooled (for tests).
     pub fn pooled(&self) -> usize {
         self.lock().len()
+    }
+}
+
+fn threads_gone() -> ScrapeError {
+    ScrapeError::new(
+        Reason::InvalidProfile,
+        "processing the profile failed: no processing thread is running".to_string(),
+    )
+}
+
+/// A dedicated processing thread: one worker, kept while the budget has room for it.
+fn processing_thread(rx: &Mutex<mpsc::Receiver<Job>>, options: &DeltaOptions) {
+    let mut kept: Option<(Worker, Reservation)> = None;
+    loop {
+        let job = {
+            let rx = rx.lock().unwrap_or_else(|e| e.into_inner());
+            rx.recv()
+        };
+        let Ok(mut job) = job else { return };
+        let mut w = kept.take().map_or_else(|| new_worker(options), |(w, _)| w);
+        let result = run(&mut w, options, job.client_delta, job.body, &mut job.state);
+        let used = retained(&w);
+        let _ = job.reply.send((result, job.state, used));
+        // Dropped here, on the thread that allocated it, when there is no room to keep it.
+        kept = Budget::global()
+            .try_reserve(Use::ProcessingPool, Priority::Low, used)
+            .map(|r| (w, r));
+    }
+}
+
+fn run(
+    w: &mut Worker,
+    options: &DeltaOptions,
+    client_delta: bool,
+    body: Bytes,
+    state: &mut Option<SeriesState>,
+) -> Result<Processed, ScrapeError> {
+    if client_delta {
+        delta(w, body, state)
+    } else {
+        check(w, options, body)
     }
 }
 

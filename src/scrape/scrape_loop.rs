@@ -29,13 +29,22 @@ use super::fetch::{FetchRequest, fetch};
 use super::metrics::ComponentMetrics;
 use super::process::{Processed, Processor};
 use super::target::ScrapeTarget;
+use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::httpclient::HttpClient;
 use crate::pprof::SeriesState;
 use crate::profiles::{Appendable as _, FanOut, Label, Profile};
 use crate::runtime::metrics::Labels as MetricLabels;
 
-/// Bodies larger than this are processed on the blocking pool rather than on a runtime worker.
+/// Bodies larger than this are processed on the processor's own threads rather than on a
+/// runtime worker.
 const INLINE_PROCESSING_LIMIT: usize = 256 << 10;
+/// Working memory reserved for a scrape before its size is known (the first scrape of a loop).
+const FIRST_SCRAPE_RESERVATION: u64 = 1 << 20;
+/// Before a loop has processed a profile, its working memory is guessed from the uncompressed
+/// size: 4.5 times for real Go heap profiles (docs/PERFORMANCE.md: a 2.66 MB profile peaks at
+/// 15–18 MB), up to 12 times for many short samples. After that, the worker's buffers say what
+/// it took, and the next scrape reserves that.
+const PROCESSING_FACTOR: u64 = 12;
 
 /// Settings shared by all loops of a component.
 pub struct Env {
@@ -90,6 +99,14 @@ pub struct Status {
     pub failures: u64,
     pub forwarded: u64,
     pub state_bytes: usize,
+    /// Scrapes skipped (or abandoned mid-body) because the memory budget had no room.
+    pub shed: u64,
+    /// Of those, the ones shed after the request was sent (the body did not fit).
+    pub shed_after_request: u64,
+    /// Scheduled scrapes skipped because the previous one was still running.
+    pub missed: u64,
+    /// Whether the last scheduled scrape was shed (logs the start and end of shedding once).
+    pub shedding: bool,
 }
 
 impl Default for Status {
@@ -104,6 +121,10 @@ impl Default for Status {
             failures: 0,
             forwarded: 0,
             state_bytes: 0,
+            shed: 0,
+            shed_after_request: 0,
+            missed: 0,
+            shedding: false,
         }
     }
 }
@@ -184,14 +205,18 @@ pub async fn run(
     cancel: CancellationToken,
 ) {
     let mut state: Option<SeriesState> = None;
-    let mut size_hint = 0usize;
+    // The delta state's share of the memory budget, resized after every scrape.
+    let mut state_memory: Option<Reservation> = None;
+    let mut hints = Hints::default();
     let mut reported_bytes = 0usize;
     'schedule: loop {
         let interval = env_rx.borrow_and_update().interval;
         let delay = first_delay(shared.hash, interval, wall_now());
         let start = tokio::time::Instant::now() + delay;
-        let mut ticker = tokio::time::interval_at(start, interval.max(Duration::from_millis(1)));
+        let period = interval.max(Duration::from_millis(1));
+        let mut ticker = tokio::time::interval_at(start, period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let mut last_tick: Option<tokio::time::Instant> = None;
         loop {
             tokio::select! {
                 biased;
@@ -205,18 +230,44 @@ pub async fn run(
                     }
                     continue;
                 }
-                _ = ticker.tick() => {}
+                tick = ticker.tick() => {
+                    let env = env_rx.borrow();
+                    env.metrics.lateness.observe(tick.elapsed().as_secs_f64());
+                    // Ticks skipped since the last one: the previous scrape overran them.
+                    if let Some(last) = last_tick {
+                        let gap = tick.saturating_duration_since(last).as_nanos();
+                        let skipped = (gap / period.as_nanos()).saturating_sub(1);
+                        if skipped > 0 {
+                            env.metrics.missed.inc_by(u64::try_from(skipped).unwrap_or(u64::MAX));
+                            shared.lock_status().missed += u64::try_from(skipped).unwrap_or(u64::MAX);
+                        }
+                    }
+                    last_tick = Some(tick);
+                }
             }
             let env = env_rx.borrow().clone();
             // Boxed: an idle loop (most of the time) then holds only a pointer, not the
             // request's whole state machine.
-            let scrape = Box::pin(scrape_once(&shared, &env, &mut state, &mut size_hint));
+            let scrape = Box::pin(scrape_once(
+                &shared,
+                &env,
+                &mut state,
+                &mut state_memory,
+                &mut hints,
+            ));
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => break 'schedule,
                 _ = scrape => {}
             }
             let bytes = state.as_ref().map_or(0, SeriesState::bytes);
+            match (&mut state_memory, bytes) {
+                (_, 0) => state_memory = None,
+                (Some(r), b) => r.resize(b as u64),
+                (None, b) => {
+                    state_memory = Some(Budget::global().reserve(Use::DeltaState, b as u64))
+                }
+            }
             if bytes != reported_bytes {
                 env.metrics
                     .state_bytes
@@ -235,33 +286,112 @@ pub async fn run(
     }
 }
 
+/// What a loop remembers of its last scrape to size the next one.
+#[derive(Default)]
+struct Hints {
+    /// The last body's size: the buffer's size and the up-front reservation.
+    body: usize,
+    /// What processing the last body took, measured.
+    processing: Option<u64>,
+}
+
+/// How much of the memory budget a profile type's scrapes may fill (see `crate::budget`):
+/// CPU first, then memory and goroutines, then the rest. A baseline scrape of a cumulative
+/// type is low whatever its type.
+pub fn priority_of(profile_name: &str) -> Priority {
+    match profile_name {
+        "process_cpu" => Priority::High,
+        "memory" | "goroutine" | "godeltaprof_memory" => Priority::Normal,
+        _ => Priority::Low,
+    }
+}
+
 /// One scrape: fetch, check, delta, forward; records the outcome.
 async fn scrape_once(
     shared: &LoopShared,
     env: &Env,
     state: &mut Option<SeriesState>,
-    size_hint: &mut usize,
+    state_memory: &mut Option<Reservation>,
+    hints: &mut Hints,
 ) {
     let target = shared.target();
     if target.blocked.is_some() {
         return;
     }
+    let budget = Budget::global();
+    // A cumulative profile's first scrape only sets a baseline: it costs as much as a delta
+    // but sends nothing yet, so it yields to loops that already hold one.
+    let baseline = target.scrape.client_delta() && state.is_none();
+    let priority = match priority_of(&target.scrape.profile_name) {
+        Priority::High => Priority::High,
+        _ if baseline => Priority::Low,
+        p => p,
+    };
+    // Only the body is reserved up front: a target may take many seconds to answer (a CPU
+    // profile takes `seconds`), and holding processing memory while waiting would starve
+    // loops that are ready. Processing memory is reserved once the body is in.
+    let up_front = if hints.body == 0 {
+        FIRST_SCRAPE_RESERVATION
+    } else {
+        hints.body as u64
+    };
+    let Some(mut memory) = budget.try_reserve(Use::Scrape, priority, up_front) else {
+        shed(
+            shared,
+            &target,
+            &budget,
+            priority,
+            state,
+            state_memory,
+            false,
+        );
+        return;
+    };
     let wall = SystemTime::now();
     let started = Instant::now();
     let timeout = target.scrape.timeout(env.scrape_timeout, env.interval);
     let result = async {
-        let body = fetch(&FetchRequest {
+        let body = fetch(&mut FetchRequest {
+            memory: &mut memory,
+            priority,
             client: &env.client,
             url: &target.url,
             timeout,
             body_size_limit: env.body_size_limit,
-            size_hint: *size_hint,
+            size_hint: hints.body,
         })
         .await?;
-        *size_hint = body.len();
-        process(env, target.scrape.client_delta(), body, state).await
+        hints.body = body.len();
+        let work = body.len() as u64
+            + hints.processing.unwrap_or_else(|| {
+                crate::pprof::codec::declared_size(&body) as u64 * PROCESSING_FACTOR
+            });
+        if !memory.try_resize(priority, work.max(memory.bytes())) {
+            return Err(ScrapeError::new(
+                Reason::MemoryBudget,
+                format!("the memory budget has no room to process {work} bytes"),
+            ));
+        }
+        let (result, used) = process(env, target.scrape.client_delta(), body, state).await;
+        hints.processing = Some(used);
+        result
     }
     .await;
+    drop(memory);
+    if let Err(e) = &result
+        && e.reason == Reason::MemoryBudget
+    {
+        shed(
+            shared,
+            &target,
+            &budget,
+            priority,
+            state,
+            state_memory,
+            true,
+        );
+        return;
+    }
     let duration = started.elapsed();
 
     let outcome = match result {
@@ -296,6 +426,10 @@ async fn scrape_once(
     );
     let mut s = shared.lock_status();
     s.scrapes += 1;
+    if s.shedding {
+        s.shedding = false;
+        tracing::info!(url = %target.scrape.url, shed = s.shed, "scrapes resumed: the memory budget has room again");
+    }
     s.last_scrape = Some(wall);
     s.last_duration = Some(duration);
     match outcome {
@@ -327,32 +461,61 @@ async fn scrape_once(
     }
 }
 
+/// A scrape the memory budget had no room for: counted, and the loop's delta state is given
+/// up too while its priority is over budget, so that the memory it holds goes to others.
+fn shed(
+    shared: &LoopShared,
+    target: &LoopTarget,
+    budget: &Budget,
+    priority: Priority,
+    state: &mut Option<SeriesState>,
+    state_memory: &mut Option<Reservation>,
+    after_request: bool,
+) {
+    budget.count_shed(Use::Scrape, priority);
+    // Delta state is what lets a loop send at all, so it goes only when accounted memory is
+    // beyond the whole budget, not merely beyond this priority's share.
+    let dropped_state = state.is_some() && budget.over(Priority::High);
+    if dropped_state {
+        *state = None;
+        *state_memory = None;
+        budget.count_shed(Use::DeltaState, priority);
+    }
+    let mut s = shared.lock_status();
+    s.shed += 1;
+    s.shed_after_request += u64::from(after_request);
+    s.last_outcome = if dropped_state {
+        "shed: no room in the memory budget; delta state dropped, the next scrape is a new baseline"
+            .to_string()
+    } else {
+        "shed: no room in the memory budget".to_string()
+    };
+    if !s.shedding {
+        s.shedding = true;
+        tracing::warn!(
+            url = %target.scrape.url,
+            priority = priority.as_str(),
+            used = budget.used(),
+            limit = budget.limit(),
+            dropped_state,
+            "scrape shed: the memory budget is full"
+        );
+    } else {
+        tracing::debug!(url = %target.scrape.url, priority = priority.as_str(), dropped_state, "scrape shed");
+    }
+}
+
+/// Processes a body; also returns the working memory it took.
 async fn process(
     env: &Env,
     client_delta: bool,
     body: bytes::Bytes,
     state: &mut Option<SeriesState>,
-) -> Result<Processed, ScrapeError> {
+) -> (Result<Processed, ScrapeError>, u64) {
     if body.len() <= INLINE_PROCESSING_LIMIT {
-        return env.processor.process(client_delta, body, state);
+        return env.processor.process_measured(client_delta, body, state);
     }
-    let processor = env.processor.clone();
-    let mut owned = state.take();
-    let joined = tokio::task::spawn_blocking(move || {
-        let result = processor.process(client_delta, body, &mut owned);
-        (result, owned)
-    })
-    .await;
-    match joined {
-        Ok((result, owned)) => {
-            *state = owned;
-            result
-        }
-        Err(e) => Err(ScrapeError::new(
-            Reason::InvalidProfile,
-            format!("processing the profile failed: {e}"),
-        )),
-    }
+    env.processor.process_large(client_delta, body, state).await
 }
 
 #[cfg(test)]

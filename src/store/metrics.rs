@@ -38,15 +38,18 @@ pub enum DropReason {
     WriteError,
     /// The store could not be opened (in use by another process, I/O error) at shutdown.
     Unavailable,
+    /// The process's memory budget had no room to queue it.
+    MemoryBudget,
 }
 
 impl DropReason {
-    const ALL: [DropReason; 5] = [
+    const ALL: [DropReason; 6] = [
         DropReason::QueueFull,
         DropReason::InvalidLabels,
         DropReason::InvalidProfile,
         DropReason::WriteError,
         DropReason::Unavailable,
+        DropReason::MemoryBudget,
     ];
 
     fn as_str(self) -> &'static str {
@@ -56,6 +59,7 @@ impl DropReason {
             DropReason::InvalidProfile => "invalid_profile",
             DropReason::WriteError => "write_error",
             DropReason::Unavailable => "unavailable",
+            DropReason::MemoryBudget => "memory_budget",
         }
     }
 }

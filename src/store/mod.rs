@@ -51,12 +51,13 @@ use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
-pub use self::args::{Arguments, parse_size};
+pub use self::args::Arguments;
 pub use self::db::{Appended, Db, FILE, Mode, Series, Stats, Visit};
 pub use self::error::StoreError;
 pub use self::integrity::{Integrity, RedbCheck};
 use self::metrics::{InstanceMetrics, StoreMetrics};
 pub use self::retention::{Removed, size_budget};
+use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::profiles::{Appendable, Profile, Receiver};
 use crate::runtime::timefmt::rfc3339_millis;
 use crate::runtime::{BoxError, Component, ComponentOptions, Health};
@@ -107,6 +108,8 @@ struct Shared {
     db: RwLock<Option<Arc<Db>>>,
     queued_profiles: AtomicUsize,
     queued_bytes: AtomicU64,
+    /// `queued_bytes` as reserved against the memory budget.
+    queue_memory: Mutex<Reservation>,
     received: AtomicU64,
     written: AtomicU64,
     dropped: AtomicU64,
@@ -193,6 +196,13 @@ pub fn running_stores() -> Vec<RunningStore> {
         .collect()
 }
 
+/// Gives `bytes` of the queue's reservation back (they left the queue).
+fn release_queue_memory(s: &Shared, bytes: u64) {
+    let mut memory = lock(&s.queue_memory);
+    let left = memory.bytes().saturating_sub(bytes);
+    memory.resize(left);
+}
+
 /// What the exported receiver appends to: the writer's queue.
 struct Sink {
     tx: mpsc::SyncSender<Profile>,
@@ -202,7 +212,7 @@ struct Sink {
 impl Appendable for Sink {
     fn append(&self, profiles: Vec<Profile>) {
         let s = &self.shared;
-        let mut dropped = 0;
+        let (mut dropped, mut over_budget) = (0, 0);
         for p in profiles {
             s.received.fetch_add(1, Ordering::Relaxed);
             let size = p.raw.len() as u64;
@@ -211,12 +221,23 @@ impl Appendable for Sink {
                 dropped += 1;
                 continue;
             }
+            {
+                let mut memory = lock(&s.queue_memory);
+                let want = memory.bytes() + size;
+                if !memory.try_resize(Priority::Normal, want) {
+                    drop(memory);
+                    s.queued_bytes.fetch_sub(size, Ordering::Relaxed);
+                    over_budget += 1;
+                    continue;
+                }
+            }
             match self.tx.try_send(p) {
                 Ok(()) => {
                     s.queued_profiles.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(_) => {
                     s.queued_bytes.fetch_sub(size, Ordering::Relaxed);
+                    release_queue_memory(s, size);
                     dropped += 1;
                 }
             }
@@ -224,6 +245,16 @@ impl Appendable for Sink {
         if dropped > 0 {
             s.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
             s.metrics.dropped(metrics::DropReason::QueueFull, dropped);
+        }
+        if over_budget > 0 {
+            s.dropped.fetch_add(over_budget as u64, Ordering::Relaxed);
+            s.metrics
+                .dropped(metrics::DropReason::MemoryBudget, over_budget);
+            let budget = Budget::global();
+            for _ in 0..over_budget {
+                budget.count_shed(Use::StoreQueue, Priority::Normal);
+            }
+            tracing::debug!(component_id = %s.id, profiles = over_budget, "memory budget full: profiles not queued for the store");
         }
         s.metrics.queue(s.queued_profiles.load(Ordering::Relaxed));
     }
@@ -286,6 +317,7 @@ impl Component for Store {
             db: RwLock::new(db),
             queued_profiles: AtomicUsize::new(0),
             queued_bytes: AtomicU64::new(0),
+            queue_memory: Mutex::new(Budget::global().reserve(Use::StoreQueue, 0)),
             received: AtomicU64::new(0),
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),

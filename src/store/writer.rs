@@ -150,6 +150,7 @@ fn dequeued(shared: &Shared, profiles: usize, bytes: usize) {
     shared
         .queued_bytes
         .fetch_sub(bytes as u64, Ordering::Relaxed);
+    super::release_queue_memory(shared, bytes as u64);
     shared
         .metrics
         .queue(shared.queued_profiles.load(Ordering::Relaxed));

@@ -33,9 +33,18 @@ use tokio_util::sync::CancellationToken;
 
 use super::limits::{Fit, Limits};
 use super::metrics::{EndpointMetrics, Latency, Reason};
-use super::queue::{Entry, Queue};
+use super::queue::{Entry, Eviction, Queue};
 use super::wire::{self, Code, Disposition, PushError};
+use crate::budget::{Budget, Priority, Use};
 use crate::httpclient::HttpClient;
+use crate::httpclient::body::{ReadError, read_limited};
+
+/// The most of a push response we read: Connect answers with a small JSON error or nothing.
+const RESPONSE_LIMIT: usize = 1 << 20;
+
+/// Decoding a profile to trim it takes up to this many times its uncompressed size (the
+/// decoded message's vectors, then the trimmed copy).
+const TRIM_MEMORY_FACTOR: usize = 12;
 
 /// An endpoint's resolved settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,8 +128,15 @@ impl Endpoint {
 
     /// Queues a profile; never waits. Evicted profiles are counted as dropped.
     pub fn enqueue(&self, entry: Entry) {
-        for e in self.queue.push(entry) {
-            self.metrics.dropped(Reason::QueueFull, e.raw.len());
+        for (e, why) in self.queue.push(entry) {
+            let reason = match why {
+                Eviction::QueueFull => Reason::QueueFull,
+                Eviction::MemoryBudget => {
+                    Budget::global().count_shed(Use::WriteQueue, Priority::Normal);
+                    Reason::MemoryBudget
+                }
+            };
+            self.metrics.dropped(reason, e.raw.len());
         }
     }
 
@@ -181,9 +197,9 @@ impl Endpoint {
         }
         let raw = match self.fit(&entry).await {
             Ok(raw) => raw,
-            Err(why) => {
-                tracing::warn!(endpoint = %s.url, reason = %why, "dropping profile over the backend's limits");
-                return give_up(Reason::TooLarge, &entry);
+            Err((reason, why)) => {
+                tracing::warn!(endpoint = %s.url, reason = %why, "dropping profile");
+                return give_up(reason, &entry);
             }
         };
         let body = wire::encode_push_request(&entry.labels, &raw);
@@ -245,16 +261,32 @@ impl Endpoint {
 
     /// The profile to send: as is, or trimmed to the limits (decompression and trimming run
     /// off the async threads).
-    async fn fit(&self, entry: &Entry) -> Result<Bytes, String> {
+    ///
+    /// Decoding takes memory like a scrape's processing does: it is reserved against the
+    /// memory budget first, and a profile there is no room for is dropped (`memory_budget`).
+    async fn fit(&self, entry: &Entry) -> Result<Bytes, (Reason, String)> {
         let limits = self.settings.limits;
         let label_bytes = entry.labels.len();
         if limits.fits_without_inspection(&entry.raw, label_bytes) {
             return Ok(entry.raw.clone());
         }
+        let need = (entry.raw.len()
+            + crate::pprof::codec::declared_size(&entry.raw) * TRIM_MEMORY_FACTOR)
+            as u64;
+        let budget = Budget::global();
+        let Some(_memory) = budget.try_reserve(Use::WriteTrim, Priority::Normal, need) else {
+            budget.count_shed(Use::WriteTrim, Priority::Normal);
+            return Err((
+                Reason::MemoryBudget,
+                format!(
+                    "the memory budget has no room to check the profile against the backend's limits ({need} bytes)"
+                ),
+            ));
+        };
         let raw = entry.raw.clone();
         let fit = tokio::task::spawn_blocking(move || limits.fit(&raw, label_bytes))
             .await
-            .map_err(|e| format!("trimming failed: {e}"))?;
+            .map_err(|e| (Reason::TooLarge, format!("trimming failed: {e}")))?;
         match fit {
             Fit::Unchanged => Ok(entry.raw.clone()),
             Fit::Trimmed {
@@ -266,7 +298,7 @@ impl Endpoint {
                 self.metrics.trimmed();
                 Ok(raw)
             }
-            Fit::TooLarge(why) => Err(why),
+            Fit::TooLarge(why) => Err((Reason::TooLarge, why)),
         }
     }
 
@@ -314,7 +346,13 @@ impl Endpoint {
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            let body = resp.bytes().await.map_err(|e| wire::transport_error(&e))?;
+            let body = match read_limited(resp, RESPONSE_LIMIT).await {
+                Ok(body) => body,
+                Err(ReadError::Transport(e)) => return Err(wire::transport_error(&e)),
+                // A push answer is a few bytes of JSON: an oversized one is judged by its
+                // status alone.
+                Err(ReadError::TooLarge { .. }) => Bytes::new(),
+            };
             wire::classify_response(status, content_type.as_deref(), &body)
         }
         .await;

@@ -84,12 +84,15 @@ impl Limits {
         if budget == usize::MAX && max_samples == usize::MAX {
             return true;
         }
-        let declared = if pprof::codec::is_gzip(raw) {
-            gzip_isize(raw)
+        let size = if pprof::codec::is_gzip(raw) {
+            if raw.len() < 18 {
+                return false;
+            }
+            pprof::codec::declared_size(raw)
         } else {
-            Some(raw.len())
+            raw.len()
         };
-        declared.is_some_and(|size| size <= budget && size / 2 <= max_samples)
+        size <= budget && size / 2 <= max_samples
     }
 
     /// Checks `raw` (gzip or plain pprof) and trims it if needed. May decompress and decode
@@ -177,15 +180,6 @@ impl Limits {
             samples_after: current.sample.len(),
         }
     }
-}
-
-/// The decompressed size a gzip stream's (last) member records in its trailer (ISIZE).
-fn gzip_isize(raw: &[u8]) -> Option<usize> {
-    if raw.len() < 18 {
-        return None;
-    }
-    let t = &raw[raw.len() - 4..];
-    Some(u32::from_le_bytes([t[0], t[1], t[2], t[3]]) as usize)
 }
 
 /// Top-level `Profile.sample` fields (number 2), by walking the wire format; `None` when it is

@@ -44,10 +44,12 @@ pub enum Reason {
     Shutdown,
     /// Queued for an endpoint that a configuration change removed.
     Reload,
+    /// Evicted, oldest first, because the process's memory budget had no room.
+    MemoryBudget,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 8] = [
+    pub const ALL: [Reason; 9] = [
         Reason::InvalidLabels,
         Reason::QueueFull,
         Reason::TooOld,
@@ -56,6 +58,7 @@ impl Reason {
         Reason::RetriesExhausted,
         Reason::Shutdown,
         Reason::Reload,
+        Reason::MemoryBudget,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -68,6 +71,7 @@ impl Reason {
             Reason::RetriesExhausted => "retries_exhausted",
             Reason::Shutdown => "shutdown",
             Reason::Reload => "reload",
+            Reason::MemoryBudget => "memory_budget",
         }
     }
 }

@@ -6,6 +6,11 @@
 //!   profile whose series has nothing in flight, so two profiles of one series are never sent
 //!   concurrently and a profile being retried holds back the later ones of its series only.
 //! * Never blocks a producer on a sender: the lock is only held to push or pick an entry.
+//! * Its bytes are reserved against the process's memory budget (`crate::budget`): when the
+//!   budget refuses a new profile, the oldest are evicted to make room, as when the queue is
+//!   full, and counted apart. With several endpoints each queue reserves the bytes it holds,
+//!   though the profiles themselves are shared: the budget then counts them more than once,
+//!   erring on the safe side.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
@@ -14,6 +19,8 @@ use std::time::{Instant, SystemTime};
 use bytes::Bytes;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
+
+use crate::budget::{Budget, Priority, Reservation, Use};
 
 /// A profile ready to push: labels already processed and encoded.
 #[derive(Clone, Debug)]
@@ -35,12 +42,29 @@ impl Entry {
     }
 }
 
-#[derive(Default)]
 struct State {
     entries: VecDeque<Entry>,
     bytes: usize,
     max_bytes: usize,
     in_flight: HashSet<u64>,
+    /// `bytes`, reserved against the memory budget.
+    memory: Reservation,
+}
+
+impl State {
+    /// Brings the reservation back in line with `bytes` after entries left.
+    fn sync_memory(&mut self) {
+        self.memory.resize(self.bytes as u64);
+    }
+}
+
+/// Why [`Queue::push`] evicted an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Eviction {
+    /// The queue's `max_bytes` is reached.
+    QueueFull,
+    /// The process's memory budget refused the bytes.
+    MemoryBudget,
 }
 
 /// Gauges kept equal to the queue's depth.
@@ -62,10 +86,17 @@ pub struct Queue {
 
 impl Queue {
     pub fn new(max_bytes: usize, gauges: DepthGauges) -> Self {
+        Self::with_budget(max_bytes, gauges, &Budget::global())
+    }
+
+    fn with_budget(max_bytes: usize, gauges: DepthGauges, budget: &Budget) -> Self {
         Queue {
             state: Mutex::new(State {
+                entries: VecDeque::new(),
+                bytes: 0,
                 max_bytes,
-                ..State::default()
+                in_flight: HashSet::new(),
+                memory: budget.reserve(Use::WriteQueue, 0),
             }),
             takeable: Notify::new(),
             progressed: Notify::new(),
@@ -82,16 +113,16 @@ impl Queue {
         self.gauges.bytes.set(s.bytes as i64);
     }
 
-    /// Appends `entry`, evicting the oldest entries until it fits. Returns what was evicted
-    /// (the entry itself when it alone exceeds the budget).
+    /// Appends `entry`, evicting the oldest entries until it fits the queue and the memory
+    /// budget. Returns what was evicted and why (the entry itself when it cannot fit at all).
     #[must_use]
-    pub fn push(&self, entry: Entry) -> Vec<Entry> {
+    pub fn push(&self, entry: Entry) -> Vec<(Entry, Eviction)> {
         let mut evicted = Vec::new();
         {
             let mut s = self.lock();
             let size = entry.size();
             if size > s.max_bytes {
-                evicted.push(entry);
+                evicted.push((entry, Eviction::QueueFull));
                 return evicted;
             }
             while s.bytes + size > s.max_bytes {
@@ -99,11 +130,25 @@ impl Queue {
                     break;
                 };
                 s.bytes -= old.size();
-                evicted.push(old);
+                evicted.push((old, Eviction::QueueFull));
+            }
+            let s = &mut *s;
+            while !s
+                .memory
+                .try_resize(Priority::Normal, (s.bytes + size) as u64)
+            {
+                let Some(old) = s.entries.pop_front() else {
+                    s.sync_memory();
+                    self.publish(s);
+                    evicted.push((entry, Eviction::MemoryBudget));
+                    return evicted;
+                };
+                s.bytes -= old.size();
+                evicted.push((old, Eviction::MemoryBudget));
             }
             s.bytes += size;
             s.entries.push_back(entry);
-            self.publish(&s);
+            self.publish(s);
         }
         self.takeable.notify_one();
         evicted
@@ -122,6 +167,7 @@ impl Queue {
             s.bytes -= old.size();
             evicted.push(old);
         }
+        s.sync_memory();
         self.publish(&s);
         evicted
     }
@@ -143,6 +189,7 @@ impl Queue {
         };
         let entry = s.entries.remove(idx)?;
         s.bytes -= entry.size();
+        s.sync_memory();
         s.in_flight.insert(entry.series);
         self.publish(&s);
         Some(entry)
@@ -175,6 +222,7 @@ impl Queue {
             let mut s = self.lock();
             s.in_flight.remove(&entry.series);
             s.bytes += entry.size();
+            s.sync_memory();
             s.entries.push_front(entry);
             self.publish(&s);
         }
@@ -187,6 +235,7 @@ impl Queue {
         let mut s = self.lock();
         let out: Vec<Entry> = s.entries.drain(..).collect();
         s.bytes = 0;
+        s.sync_memory();
         self.publish(&s);
         drop(s);
         self.progressed.notify_waiters();
@@ -244,12 +293,18 @@ mod tests {
         assert!(q.push(entry(1, 40, 1)).is_empty());
         assert!(q.push(entry(2, 40, 2)).is_empty());
         let ev = q.push(entry(3, 40, 3));
-        assert_eq!(ev.iter().map(tag).collect::<Vec<_>>(), [1]);
+        assert_eq!(
+            ev.iter().map(|(e, why)| (tag(e), *why)).collect::<Vec<_>>(),
+            [(1, Eviction::QueueFull)]
+        );
         assert_eq!(q.depth(), (2, 80));
         assert_eq!((g.profiles.get(), g.bytes.get()), (2, 80));
         // Too big to ever fit: refused, nothing else evicted.
         let ev = q.push(entry(4, 101, 4));
-        assert_eq!(ev.iter().map(tag).collect::<Vec<_>>(), [4]);
+        assert_eq!(
+            ev.iter().map(|(e, why)| (tag(e), *why)).collect::<Vec<_>>(),
+            [(4, Eviction::QueueFull)]
+        );
         assert_eq!(q.depth(), (2, 80));
         let ev = q.set_max_bytes(50);
         assert_eq!(ev.iter().map(tag).collect::<Vec<_>>(), [2]);
@@ -279,5 +334,45 @@ mod tests {
         q.done(2);
         assert_eq!(q.drain().iter().map(tag).collect::<Vec<_>>(), [4, 5]);
         assert!(q.is_idle());
+    }
+
+    #[test]
+    fn the_memory_budget_evicts_oldest_first_and_says_so() {
+        // Normal priority may fill 80 of 100 bytes; 20 are held elsewhere.
+        let budget = Budget::new(100);
+        let held = budget.reserve(Use::Scrape, 20);
+        let q = Queue::with_budget(1000, DepthGauges::default(), &budget);
+        assert!(q.push(entry(1, 20, 1)).is_empty());
+        assert!(q.push(entry(2, 20, 2)).is_empty());
+        assert!(q.push(entry(3, 20, 3)).is_empty());
+        assert_eq!(budget.used_by(Use::WriteQueue), 60);
+        // 20 + 60 + 20 is over 80: the oldest goes.
+        let ev = q.push(entry(4, 20, 4));
+        assert_eq!(
+            ev.iter().map(|(e, why)| (tag(e), *why)).collect::<Vec<_>>(),
+            [(1, Eviction::MemoryBudget)]
+        );
+        assert_eq!(budget.used_by(Use::WriteQueue), 60);
+        // Bigger than all the room there is: everything goes, the new one too.
+        let ev = q.push(entry(5, 61, 5));
+        assert_eq!(
+            ev.iter().map(|(e, why)| (tag(e), *why)).collect::<Vec<_>>(),
+            [
+                (2, Eviction::MemoryBudget),
+                (3, Eviction::MemoryBudget),
+                (4, Eviction::MemoryBudget),
+                (5, Eviction::MemoryBudget)
+            ]
+        );
+        assert_eq!((q.depth(), budget.used_by(Use::WriteQueue)), ((0, 0), 0));
+        // Taking and draining give the bytes back.
+        drop(held);
+        assert!(q.push(entry(6, 50, 6)).is_empty());
+        let e = q.try_take().expect("entry");
+        assert_eq!(budget.used_by(Use::WriteQueue), 0);
+        q.requeue(e);
+        assert_eq!(budget.used_by(Use::WriteQueue), 50);
+        q.drain();
+        assert_eq!(budget.used(), 0);
     }
 }

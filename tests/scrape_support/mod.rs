@@ -170,6 +170,23 @@ impl Scraper {
         s
     }
 
+    /// The scraper's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Peak resident memory so far (`VmHWM`), in bytes.
+    pub fn peak_rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("/proc/<pid>/status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("VmHWM")
+            * 1024
+    }
+
     pub fn logs(&self) -> String {
         self.stderr.lock().expect("lock").join("\n")
     }

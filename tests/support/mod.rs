@@ -5,5 +5,6 @@ pub mod corpus;
 pub mod fake_kube;
 pub mod fake_querier;
 pub mod go;
+pub mod profile_server;
 pub mod pyroscope_receiver;
 pub mod tools;

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# pyroscope.scrape at scale (docs/PERFORMANCE.md, "pyroscope.scrape"): TARGETS (default 1,000)
-# targets served by one local Go fixture (bench/scrape/fixture, one port, a path prefix per
-# target), 5 profile types each (Alloy's defaults: allocs, block, goroutine, mutex, CPU with
-# seconds=14), scrape_interval 15 s, profiles forwarded to a pyroscope.write without endpoints
-# (so only scraping is measured). Reports the scraper's CPU per scraped profile and RSS per
-# target (RSS minus that of the same process with no targets).
+# The scraper under load (docs/PERFORMANCE.md, "pyroscope.scrape at scale" and "Load"):
+# TARGETS (default 1,000) targets served by one local Go fixture (bench/load/fixture, one port,
+# a path prefix per target), 5 profile types each (Alloy's defaults: allocs, block, goroutine,
+# mutex, CPU with seconds=14), scrape_interval 15 s, profiles forwarded by pyroscope.write to a
+# counting receiver (bench/load/receiver). Reports the scraper's CPU per scraped profile, RSS
+# per target (RSS minus that of the same process with no targets), scrape lateness p50/p99
+# (when each scrape started after its scheduled time), missed scrapes, and the profiles the
+# receiver got.
 #
 # Profiles served are real: allocs, goroutine and a 10 s CPU profile captured on the first run
 # from Debian's Prometheus (on 127.0.0.1 with a throw-away TSDB, ten self-scrape jobs at 1 s,
@@ -12,7 +14,8 @@
 # and mutex from tests/data/pprof (goapp; Prometheus does not enable them). Delete
 # $SCRAPE_BENCH_DATA/cpu.pb.gz to capture again.
 #
-#   bench/scrape/run.sh            # TARGETS=1000 WARMUP=45 WINDOW=120
+#   bench/load/run.sh                  # TARGETS=1000 WARMUP=45 WINDOW=120
+#   TARGETS=5000 bench/load/run.sh
 # Everything goes to $SCRAPE_BENCH_DATA (default target/scrape-bench).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,7 +36,8 @@ wait_http() { for _ in $(seq 1 300); do curl -fsS -o /dev/null "$1" 2>/dev/null 
 
 cargo build --release --bin scraper
 scraper="${CARGO_TARGET_DIR:-target}/release/scraper"
-go build -o "$data/fixture" bench/scrape/fixture/main.go
+go build -o "$data/fixture" bench/load/fixture/main.go
+go build -o "$data/receiver" bench/load/receiver/main.go
 
 if [ ! -f "$data/cpu.pb.gz" ]; then
   echo "==> capturing profiles from Debian's prometheus"
@@ -73,10 +77,16 @@ for _ in $(seq 1 100); do grep -q listening "$data/fixture.addr" && break; sleep
 addr="$(sed -n 's/^listening on //p' "$data/fixture.addr")"
 cat "$data/fixture.log"
 
-python3 - "$addr" "$targets" "$data" <<'PY'
+"$data/receiver" >"$data/receiver.addr" 2>"$data/receiver.log" &
+pids+=($!)
+for _ in $(seq 1 100); do grep -q listening "$data/receiver.addr" && break; sleep 0.1; done
+recv="$(sed -n 's/^listening on //p' "$data/receiver.addr")"
+
+python3 - "$addr" "$targets" "$data" "$recv" <<'PY'
 import sys
 addr, n, data = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-head = 'pyroscope.write "discard" {}\n\n'
+recv = sys.argv[4]
+head = 'pyroscope.write "discard" {\n  endpoint {\n    url = "http://%s"\n  }\n}\n\n' % recv
 def scrape(targets):
     return head + 'pyroscope.scrape "bench" {\n  targets = [\n' + ''.join(
         '    {"__address__" = "%s", "__profile_path_prefix__" = "/t/%d", "service_name" = "svc-%d", "pod" = "pod-%d"},\n' % (addr, i, i % 50, i)
@@ -88,12 +98,23 @@ PY
 ticks="$(getconf CLK_TCK)"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
-# Sums over the scrape loops of the debug info: scrapes, failures, forwarded, and loops.
+# Sums over the scrape loops of the debug info: scrapes, failures, forwarded, missed, loops.
 loops() {
   curl -fsS "http://$1/api/v0/web/components/pyroscope.scrape.bench" | python3 -c '
 import json, sys
 t = json.load(sys.stdin)["debugInfo"]["targets"]
-print(sum(x["scrapes_total"] for x in t), sum(x["failures_total"] for x in t), sum(x["forwarded_total"] for x in t), len(t))'
+print(sum(x["scrapes_total"] for x in t), sum(x["failures_total"] for x in t), sum(x["forwarded_total"] for x in t), sum(x["missed_total"] for x in t), len(t))'
+}
+# The lateness histogram's cumulative buckets, as "le:count,le:count,...".
+lateness() {
+  curl -fsS "http://$1/metrics" | python3 -c '
+import sys
+b = []
+for l in sys.stdin:
+    if l.startswith("pyroscope_scrape_lateness_seconds_bucket{"):
+        le = l.split("le=\"")[1].split("\"")[0]
+        b.append("%s:%s" % (le, l.rsplit(" ", 1)[1].strip()))
+print(",".join(b))'
 }
 run_scraper() { # config port -> pid
   "$scraper" run "$data/$1" --server.http.listen-addr "127.0.0.1:$2" --storage.path "$data/storage-$2" \
@@ -116,11 +137,15 @@ pid="$(run_scraper bench.alloy "$p1")"
 pids+=("$pid")
 wait_http "http://127.0.0.1:$p1/-/ready"
 sleep "$warmup"
-read -r s0 f0 w0 n <<<"$(loops "127.0.0.1:$p1")"
+read -r s0 f0 w0 m0 n <<<"$(loops "127.0.0.1:$p1")"
+l0="$(lateness "127.0.0.1:$p1")"
+r0="$(curl -fsS "http://$recv/count")"
 c0="$(cpu_ticks "$pid")"; fc0="$(cpu_ticks "$fixture_pid")"
 sleep "$window"
 c1="$(cpu_ticks "$pid")"; fc1="$(cpu_ticks "$fixture_pid")"
-read -r s1 f1 w1 _ <<<"$(loops "127.0.0.1:$p1")"
+read -r s1 f1 w1 m1 _ <<<"$(loops "127.0.0.1:$p1")"
+l1="$(lateness "127.0.0.1:$p1")"
+r1="$(curl -fsS "http://$recv/count")"
 rss="$(rss_kib "$pid")"
 hwm="$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")"
 curl -fsS "http://127.0.0.1:$p1/metrics" | grep -E '^pyroscope_scrape_(errors_total|delta_state_bytes|targets)' || true
@@ -140,5 +165,20 @@ print(f"scraper CPU: {cpu:.2f}s = {cpu / $window * 100:.1f}% of a core; {cpu * 1
 print(f"fixture CPU: {fcpu:.2f}s ({fcpu * 1000 / max(scrapes, 1):.3f} ms per profile served)")
 print(f"RSS: {$rss / 1024:.1f} MiB with $targets targets (peak {$hwm / 1024:.1f} MiB), {$rss0 / 1024:.1f} MiB without; "
       f"{($rss - $rss0) / $targets:.1f} KiB per target")
+print(f"missed scrapes (a loop's previous scrape still running): {$m1 - $m0}")
+received = int("$r1".split()[0]) - int("$r0".split()[0])
+print(f"receiver: {received} profiles pushed in the window ({received / $window:.1f}/s)")
+# Lateness quantiles from the histogram's growth over the window (upper bucket bounds).
+def parse(s):
+    return [(float(le) if le != "+Inf" else float("inf"), float(c)) for le, c in (x.split(":") for x in s.split(",") if x)]
+a, b = parse("$l0"), parse("$l1")
+d = [(le, c1 - c0) for (le, c1), (_, c0) in zip(b, a)]
+total = d[-1][1] if d else 0
+def q(p):
+    for le, c in d:
+        if c >= p * total:
+            return le
+    return float("inf")
+print(f"scrape lateness: p50 <= {q(0.5) * 1000:.0f} ms, p99 <= {q(0.99) * 1000:.0f} ms ({int(total)} scrapes started)")
 PY
 [ -f "$data/scraper-cpu.txt" ] && { echo "==> scraper's own CPU profile (30 s after the window)"; cat "$data/scraper-cpu.txt"; }

@@ -1,0 +1,371 @@
+//! The process-wide memory budget (`scraper run --memory.limit`).
+//!
+//! Memory that grows with load is accounted here before it is taken: scraped bodies while
+//! they download, the working memory of decoding and subtracting a profile, the delta state
+//! each cumulative series keeps, and what waits in the write and store queues. Each of those is
+//! a [`Reservation`] that gives its bytes back when dropped, so the accounted total is always
+//! what is live.
+//!
+//! The policy when the budget is short (docs/PERFORMANCE.md, "Memory budget"):
+//!
+//! * Work has a [`Priority`]. High-priority work may fill 90 % of the budget, normal work
+//!   80 % and low-priority work 70 %, so as memory tightens the lowest priority is shed first
+//!   and the most valuable profiles keep headroom. The last 10 % is never reserved: it absorbs
+//!   what the estimates of working memory and the RSS sampler's lag miss. Scrapes take their priority from
+//!   the profile type: CPU (no delta state, the profile users act on) is high; memory and
+//!   goroutines normal; mutex, block and everything else low. Queued profiles are normal.
+//! * A scrape that cannot reserve its memory is skipped (shed) and counted. A cumulative
+//!   profile's first scrape (a baseline, which sends nothing yet) is low priority whatever its
+//!   type, so loops that already hold a baseline go first. Delta state is given up only when
+//!   accounted memory exceeds the whole budget; that loop's next scrape is a new baseline.
+//!   Queues drop their oldest profile to make room, counted like any other drop. A profile
+//!   that must be decoded to fit a backend's limits is dropped (counted) when its decoding has
+//!   no room. Idle decoders are kept only while their buffers fit (low priority).
+//! * Memory the accounting cannot see (connections, tasks, discovery, the allocator's slack) is
+//!   measured: a sampler reads the process's RSS and takes what RSS exceeds the accounted
+//!   total off the budget, so the whole process, not only the accounted part, stays within
+//!   the limit.
+//!
+//! Without a limit every reservation succeeds and nothing is shed; the accounting still runs
+//! so that `scraper_memory_accounted_bytes` shows where memory goes.
+
+mod limit;
+mod metrics;
+mod rss;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+pub use limit::{LimitError, parse_limit};
+pub use metrics::BudgetMetrics;
+
+/// What a reservation holds memory for; each is a value of `scraper_memory_accounted_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Use {
+    /// A scraped body being downloaded, and the work of decoding and subtracting it.
+    Scrape,
+    /// Delta state kept between scrapes of a cumulative profile.
+    DeltaState,
+    /// Profiles waiting in a `pyroscope.write` queue.
+    WriteQueue,
+    /// Profiles waiting for a `pyroscope.store` writer.
+    StoreQueue,
+    /// Idle decoders' buffers, kept for the next profile.
+    ProcessingPool,
+    /// Profiles being decoded to check and trim them to a backend's limits.
+    WriteTrim,
+}
+
+impl Use {
+    pub const ALL: [Use; 6] = [
+        Use::Scrape,
+        Use::DeltaState,
+        Use::WriteQueue,
+        Use::StoreQueue,
+        Use::ProcessingPool,
+        Use::WriteTrim,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Use::Scrape => "scrape",
+            Use::DeltaState => "delta_state",
+            Use::WriteQueue => "write_queue",
+            Use::StoreQueue => "store_queue",
+            Use::ProcessingPool => "processing_pool",
+            Use::WriteTrim => "write_trim",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How much of the budget a reservation may fill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Priority {
+    /// Up to 70 % of the budget.
+    Low,
+    /// Up to 80 %.
+    Normal,
+    /// Up to 90 %.
+    High,
+}
+
+impl Priority {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+        }
+    }
+
+    /// The share of the budget this priority may fill, in percent.
+    fn percent(self) -> u64 {
+        match self {
+            Priority::Low => 70,
+            Priority::Normal => 80,
+            Priority::High => 90,
+        }
+    }
+}
+
+/// The budget: a limit and the bytes accounted against it. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// Bytes; 0 means no limit.
+    limit: u64,
+    /// Accounted bytes.
+    used: AtomicU64,
+    by_use: [AtomicU64; 6],
+    /// RSS beyond the accounted bytes at the last sample: memory the accounting cannot see.
+    unaccounted: AtomicU64,
+    metrics: OnceLock<Arc<BudgetMetrics>>,
+}
+
+impl Budget {
+    /// A budget of `limit` bytes; 0 for none.
+    pub fn new(limit: u64) -> Budget {
+        Budget {
+            inner: Arc::new(Inner {
+                limit,
+                used: AtomicU64::new(0),
+                by_use: Default::default(),
+                unaccounted: AtomicU64::new(0),
+                metrics: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// No limit: every reservation succeeds.
+    pub fn unlimited() -> Budget {
+        Budget::new(0)
+    }
+
+    /// The process's budget: the one [`Budget::install`]ed by `scraper run`, or an unlimited one
+    /// (tests, and the offline commands).
+    pub fn global() -> Budget {
+        GLOBAL.get_or_init(Budget::unlimited).clone()
+    }
+
+    /// Makes `self` the process's budget. Only the first call has an effect (the budget is set
+    /// once, at start); returns whether it did.
+    pub fn install(self) -> bool {
+        GLOBAL.set(self).is_ok()
+    }
+
+    /// The configured limit in bytes (0 = none).
+    pub fn limit(&self) -> u64 {
+        self.inner.limit
+    }
+
+    /// Bytes accounted now.
+    pub fn used(&self) -> u64 {
+        self.inner.used.load(Ordering::Relaxed)
+    }
+
+    /// Bytes accounted for one use.
+    pub fn used_by(&self, what: Use) -> u64 {
+        self.inner.by_use[what.index()].load(Ordering::Relaxed)
+    }
+
+    /// Memory beyond the accounted bytes at the last RSS sample.
+    pub fn unaccounted(&self) -> u64 {
+        self.inner.unaccounted.load(Ordering::Relaxed)
+    }
+
+    /// Attaches the metrics the budget updates (once; later calls are ignored).
+    pub fn set_metrics(&self, metrics: Arc<BudgetMetrics>) {
+        metrics
+            .limit
+            .set(i64::try_from(self.inner.limit).unwrap_or(i64::MAX));
+        let _ = self.inner.metrics.set(metrics);
+    }
+
+    fn metrics(&self) -> Option<&BudgetMetrics> {
+        self.inner.metrics.get().map(|m| m.as_ref())
+    }
+
+    /// How many accounted bytes `priority` may bring the total to.
+    fn ceiling(&self, priority: Priority) -> u64 {
+        let limit = self.inner.limit;
+        // Never let measured overhead close the budget entirely: a tenth always remains for the
+        // accounted work, or nothing could ever be scraped again.
+        let room = limit.saturating_sub(self.unaccounted()).max(limit / 10);
+        room / 100 * priority.percent()
+    }
+
+    /// Whether accounted memory is above what `priority` may fill: work of that priority
+    /// should give memory back.
+    pub fn over(&self, priority: Priority) -> bool {
+        self.inner.limit > 0 && self.used() > self.ceiling(priority)
+    }
+
+    /// Reserves `bytes` for `what` if that keeps the total within `priority`'s share.
+    pub fn try_reserve(&self, what: Use, priority: Priority, bytes: u64) -> Option<Reservation> {
+        if !self.try_add(what, priority, bytes) {
+            if let Some(m) = self.metrics() {
+                m.refused(what, priority);
+            }
+            return None;
+        }
+        Some(Reservation {
+            budget: self.clone(),
+            what,
+            bytes,
+        })
+    }
+
+    /// Accounts `bytes` for `what` unconditionally: for memory that is already allocated (a
+    /// delta state just computed), which refusing would not free.
+    pub fn reserve(&self, what: Use, bytes: u64) -> Reservation {
+        self.add(what, bytes);
+        Reservation {
+            budget: self.clone(),
+            what,
+            bytes,
+        }
+    }
+
+    fn try_add(&self, what: Use, priority: Priority, bytes: u64) -> bool {
+        if self.inner.limit == 0 {
+            self.add(what, bytes);
+            return true;
+        }
+        let ceiling = self.ceiling(priority);
+        let admitted = self
+            .inner
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                let total = used.checked_add(bytes)?;
+                (total <= ceiling).then_some(total)
+            })
+            .is_ok();
+        if admitted {
+            self.inner.by_use[what.index()].fetch_add(bytes, Ordering::Relaxed);
+            self.publish(what);
+        }
+        admitted
+    }
+
+    fn add(&self, what: Use, bytes: u64) {
+        self.inner.used.fetch_add(bytes, Ordering::AcqRel);
+        self.inner.by_use[what.index()].fetch_add(bytes, Ordering::Relaxed);
+        self.publish(what);
+    }
+
+    fn sub(&self, what: Use, bytes: u64) {
+        self.inner.used.fetch_sub(bytes, Ordering::AcqRel);
+        self.inner.by_use[what.index()].fetch_sub(bytes, Ordering::Relaxed);
+        self.publish(what);
+    }
+
+    fn publish(&self, what: Use) {
+        if let Some(m) = self.metrics() {
+            m.accounted(what, self.used_by(what));
+        }
+    }
+
+    /// Counts work shed for lack of memory: `scraper_memory_shed_total{use, priority}`.
+    pub fn count_shed(&self, what: Use, priority: Priority) {
+        if let Some(m) = self.metrics() {
+            m.shed(what, priority);
+        }
+    }
+
+    /// Starts the RSS sampler (a thread, every `every`) when there is a limit. Returns whether
+    /// it started; without /proc (not Linux) the budget counts accounted bytes only.
+    pub fn start_sampler(&self, every: Duration) -> bool {
+        if self.inner.limit == 0 || rss::current().is_none() {
+            return false;
+        }
+        let budget = self.clone();
+        std::thread::Builder::new()
+            .name("memory-budget".into())
+            .spawn(move || {
+                loop {
+                    budget.sample();
+                    std::thread::sleep(every);
+                }
+            })
+            .is_ok()
+    }
+
+    /// Reads RSS once and updates the unaccounted share. A rise is taken at once; a fall only
+    /// by 1 % of the limit per sample (10 % a second at the default rate), because RSS lags
+    /// what was just reserved: a momentary low reading must not open the budget wide.
+    pub fn sample(&self) {
+        let Some(rss) = rss::current() else { return };
+        let seen = rss.saturating_sub(self.used());
+        let previous = self.inner.unaccounted.load(Ordering::Relaxed);
+        let unaccounted = seen.max(previous.saturating_sub(self.inner.limit / 100));
+        self.inner.unaccounted.store(unaccounted, Ordering::Relaxed);
+        if let Some(m) = self.metrics() {
+            m.rss.set(i64::try_from(rss).unwrap_or(i64::MAX));
+            m.unaccounted
+                .set(i64::try_from(unaccounted).unwrap_or(i64::MAX));
+        }
+    }
+}
+
+static GLOBAL: OnceLock<Budget> = OnceLock::new();
+
+/// Bytes held against a [`Budget`] until dropped.
+#[derive(Debug)]
+pub struct Reservation {
+    budget: Budget,
+    what: Use,
+    bytes: u64,
+}
+
+impl Reservation {
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Grows (or shrinks) the reservation to `bytes` if the growth fits `priority`'s share;
+    /// shrinking always succeeds.
+    pub fn try_resize(&mut self, priority: Priority, bytes: u64) -> bool {
+        if bytes <= self.bytes {
+            self.resize(bytes);
+            return true;
+        }
+        if !self.budget.try_add(self.what, priority, bytes - self.bytes) {
+            if let Some(m) = self.budget.metrics() {
+                m.refused(self.what, priority);
+            }
+            return false;
+        }
+        self.bytes = bytes;
+        true
+    }
+
+    /// Sets the reservation to `bytes` unconditionally (memory already allocated).
+    pub fn resize(&mut self, bytes: u64) {
+        if bytes > self.bytes {
+            self.budget.add(self.what, bytes - self.bytes);
+        } else if bytes < self.bytes {
+            self.budget.sub(self.what, self.bytes - bytes);
+        }
+        self.bytes = bytes;
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            self.budget.sub(self.what, self.bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
