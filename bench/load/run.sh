@@ -149,6 +149,7 @@ r1="$(curl -fsS "http://$recv/count")"
 rss="$(rss_kib "$pid")"
 hwm="$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")"
 curl -fsS "http://127.0.0.1:$p1/metrics" | grep -E '^pyroscope_scrape_(errors_total|delta_state_bytes|targets)' || true
+rm -f "$data/scraper-cpu.txt"
 if [ "${SELF_PROFILE:-1}" = 1 ]; then
   # After the measured window: where the CPU goes, from scraper's own CPU profile.
   curl -fsS -o "$data/scraper-cpu.pb.gz" "http://127.0.0.1:$p1/debug/pprof/profile?seconds=30"
@@ -181,4 +182,7 @@ def q(p):
     return float("inf")
 print(f"scrape lateness: p50 <= {q(0.5) * 1000:.0f} ms, p99 <= {q(0.99) * 1000:.0f} ms ({int(total)} scrapes started)")
 PY
-[ -f "$data/scraper-cpu.txt" ] && { echo "==> scraper's own CPU profile (30 s after the window)"; cat "$data/scraper-cpu.txt"; }
+if [ -f "$data/scraper-cpu.txt" ]; then
+  echo "==> scraper's own CPU profile (30 s after the window)"
+  cat "$data/scraper-cpu.txt"
+fi
