@@ -40,31 +40,15 @@ fn config(server: &ProfileServer, receiver: &str) -> String {
   scrape_interval = "15s"
   scrape_timeout  = "14s"
 
-  profiling_config {{
-    profile.memory {{
-      enabled = true
-    }}
-    profile.process_cpu {{
-      enabled = false
-    }}
-    profile.goroutine {{
-      enabled = false
-    }}
-    profile.mutex {{
-      enabled = false
-    }}
-    profile.block {{
-      enabled = false
-    }}
-  }}
-}}
+{profiling}}}
 
 pyroscope.write "out" {{
   endpoint {{
     url = "{receiver}"
   }}
 }}
-"#
+"#,
+        profiling = support::alloy::profiling_config(&["memory"]),
     )
 }
 

@@ -44,24 +44,7 @@ pyroscope.scrape "app" {{
     credentials = "{SCRAPE_TOKEN}"
   }}
 
-  profiling_config {{
-    profile.memory {{
-      enabled = true
-    }}
-    profile.process_cpu {{
-      enabled = false
-    }}
-    profile.goroutine {{
-      enabled = false
-    }}
-    profile.mutex {{
-      enabled = false
-    }}
-    profile.block {{
-      enabled = false
-    }}
-  }}
-}}
+{profiling}}}
 
 pyroscope.write "ok" {{
   endpoint {{
@@ -101,6 +84,7 @@ pyroscope.write "oauth" {{
 }}
 "#,
         kube = kube.url(),
+        profiling = support::alloy::profiling_config(&["memory"]),
     )
 }
 

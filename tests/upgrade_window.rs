@@ -29,27 +29,14 @@ pyroscope.scrape "app" {{
   forward_to               = [pyroscope.store.local.receiver]
   scrape_interval          = "3s"
   delta_profiling_duration = "2s"
-  profiling_config {{
-    profile.memory {{
-      enabled = false
-    }}
-    profile.goroutine {{
-      enabled = false
-    }}
-    profile.mutex {{
-      enabled = false
-    }}
-    profile.block {{
-      enabled = false
-    }}
-  }}
-}}
+{profiling}}}
 
 pyroscope.store "local" {{
   path = "{store}"
 }}
 "#,
-        store = store.display()
+        store = store.display(),
+        profiling = support::alloy::profiling_config(&["process_cpu"]),
     )
 }
 

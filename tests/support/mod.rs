@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests. Each test binary uses a subset.
 #![allow(dead_code)]
 
+pub mod alloy;
 pub mod corpus;
 pub mod fake_kube;
 pub mod fake_querier;
