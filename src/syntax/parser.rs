@@ -256,10 +256,11 @@ impl<'a> Parser<'a> {
                         go_quote(&raw)
                     ));
                 }
-                // Alloy takes the text between the quotes as is (a label cannot need escapes,
-                // since it must be an identifier).
+                // Alloy takes the bytes between the quotes as is (a label cannot need escapes,
+                // since it must be an identifier). Bytes, not chars: an unterminated string
+                // ends inside a multi-byte character (found by the `syntax` fuzz target).
                 let value = if raw.len() > 2 {
-                    raw[1..raw.len() - 1].to_string()
+                    String::from_utf8_lossy(&raw.as_bytes()[1..raw.len() - 1]).into_owned()
                 } else {
                     String::new()
                 };
@@ -673,6 +674,16 @@ mod tests {
                 format!("({} {} {})", sexpr(lhs), op, sexpr(rhs))
             }
             ExprKind::Paren(inner) => format!("<{}>", sexpr(inner)),
+        }
+    }
+
+    #[test]
+    fn unterminated_labels_inside_multibyte_characters_are_errors_not_panics() {
+        // Inputs the `syntax` fuzz target found: a label string cut inside a UTF-8 character,
+        // valid or not.
+        for src in [&b"b \"\xc3\xa9"[..], b"g\"\x8d", b"a \"\xe2\x82\xac\" {}"] {
+            let (_, diags) = parse_file_bytes(src);
+            assert!(!diags.is_empty(), "{src:?}");
         }
     }
 
