@@ -566,9 +566,13 @@ impl<'a> Parser<'a> {
             TokenKind::String => {
                 self.next();
                 let raw = tok.text.as_ref();
-                // Alloy strips the quotes without unescaping (a documented quirk we keep).
+                // Alloy strips the quotes without unescaping (a documented quirk we keep), as
+                // bytes: an unterminated key may end inside a multi-byte character.
                 if raw.len() > 2 {
-                    (raw[1..raw.len() - 1].to_string(), true)
+                    (
+                        String::from_utf8_lossy(&raw.as_bytes()[1..raw.len() - 1]).into_owned(),
+                        true,
+                    )
                 } else {
                     (raw.to_string(), false)
                 }
@@ -681,7 +685,12 @@ mod tests {
     fn unterminated_labels_inside_multibyte_characters_are_errors_not_panics() {
         // Inputs the `syntax` fuzz target found: a label string cut inside a UTF-8 character,
         // valid or not.
-        for src in [&b"b \"\xc3\xa9"[..], b"g\"\x8d", b"a \"\xe2\x82\xac\" {}"] {
+        for src in [
+            &b"b \"\xc3\xa9"[..],
+            b"g\"\x8d",
+            b"a \"\xe2\x82\xac\" {}",
+            b"x = {\"\xc3\xa9",
+        ] {
             let (_, diags) = parse_file_bytes(src);
             assert!(!diags.is_empty(), "{src:?}");
         }
