@@ -558,13 +558,7 @@ pub fn fuzz_decode_responses(
     body: &[u8],
     sample_type: (&str, &str),
 ) -> Result<Option<Profile>, String> {
-    if let Ok(series) = wire::SeriesResponse::decode(body) {
-        for set in series.labels_set {
-            let mut labels: Vec<(String, String)> =
-                set.labels.into_iter().map(|l| (l.name, l.value)).collect();
-            labels.sort();
-        }
-    }
+    let _ = wire::SeriesResponse::decode(body);
     let stacktraces = wire::SelectMergeStacktracesResponse::decode(body)
         .map_err(|e| e.to_string())
         .and_then(|r| r.pprof.map_or(Ok(None), |p| decode_profile(&p.profile)));
