@@ -100,13 +100,15 @@ async fn a_child_process_appears_with_its_labels_and_disappears_when_killed() {
     let c = Controller::new(opts);
     c.load_file(&config).await.expect("config loads");
 
-    // The child may still be between fork and exec at the first walk.
+    // The child may still be between fork and exec at the first walk, or inside exec: the
+    // kernel switches /proc/PID/exe before it sets up the new argument area, so for a moment
+    // the new exe is seen with an empty cmdline (CI caught that window once).
     let exe = resolved_sleep();
     let exe = exe.to_str().expect("utf-8 path");
     wait_until(Duration::from_secs(5), "child discovered", || async {
-        target_of(&c, pid)
-            .await
-            .is_some_and(|t| t["__meta_process_exe"] == exe)
+        target_of(&c, pid).await.is_some_and(|t| {
+            t["__meta_process_exe"] == exe && t.get("__meta_process_commandline").is_some()
+        })
     })
     .await;
 

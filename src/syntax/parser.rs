@@ -9,6 +9,12 @@ use super::ast::*;
 use super::diag::Diagnostic;
 use super::lexer::{Lexer, Token, TokenKind, is_valid_identifier, unquote};
 
+/// How deeply blocks, brackets and operators may nest. Parsing, evaluation, formatting and
+/// dropping the tree all recurse once per level; Go's growable stacks let Alloy go deeper, but
+/// ours are fixed (2 MiB on tokio workers), and a 13 KB file of nested `[` used to abort the
+/// process. Real configs nest about ten levels.
+pub const MAX_DEPTH: usize = 256;
+
 /// Parses a whole file. The returned file is complete even when there are errors (bad statements
 /// are skipped), so callers can still format or inspect what did parse.
 pub fn parse_file(src: &str) -> (File, Vec<Diagnostic>) {
@@ -23,7 +29,7 @@ pub fn parse_file_bytes(src: &[u8]) -> (File, Vec<Diagnostic>) {
         body,
         comments: std::mem::take(&mut p.comments),
     };
-    (file, p.diags)
+    (file, p.finish())
 }
 
 /// Parses a single expression, the way Alloy's `parser.ParseExpression` does (used by tests and
@@ -32,10 +38,11 @@ pub fn parse_expression(src: &str) -> Result<Expr, Vec<Diagnostic>> {
     let mut p = Parser::new(src.as_bytes());
     let expr = p.parse_expr();
     p.expect(TokenKind::Terminator);
-    if p.diags.is_empty() {
+    let diags = p.finish();
+    if diags.is_empty() {
         Ok(expr)
     } else {
-        Err(p.diags)
+        Err(diags)
     }
 }
 
@@ -46,6 +53,12 @@ struct Parser<'a> {
     comments: Vec<Comment>,
     line_starts: Vec<usize>,
     last_error_line: usize,
+    /// Nesting depth of the tree being built: one per block, bracket, unary or `^` operand,
+    /// and per link of a left-leaning chain (`a + b + c`, `a.b.c`), since those nest too.
+    depth: usize,
+    /// Set when [`MAX_DEPTH`] was exceeded: how many diagnostics to keep. The rest of the
+    /// input was skipped, so errors reported while unwinding are noise.
+    gave_up_at: Option<usize>,
 }
 
 impl<'a> Parser<'a> {
@@ -71,9 +84,54 @@ impl<'a> Parser<'a> {
             comments: Vec::new(),
             line_starts,
             last_error_line: 0,
+            depth: 0,
+            gave_up_at: None,
         };
         p.next();
         p
+    }
+
+    fn finish(mut self) -> Vec<Diagnostic> {
+        if let Some(keep) = self.gave_up_at {
+            self.diags.truncate(keep);
+        }
+        self.diags
+    }
+
+    /// Enters one more level of nesting. Past [`MAX_DEPTH`] it reports that once, skips the
+    /// rest of the input and returns false, so every caller unwinds without recursing.
+    fn descend(&mut self) -> bool {
+        self.depth += 1;
+        if self.depth <= MAX_DEPTH && self.gave_up_at.is_none() {
+            return true;
+        }
+        if self.gave_up_at.is_none() {
+            let start = self.tok.span.start;
+            let span = Span {
+                start,
+                end: self.tok.span.end.max(start + 1),
+            };
+            self.diags.push(Diagnostic::error(
+                span,
+                format!("nesting too deep: more than {MAX_DEPTH} levels of blocks, brackets or operators"),
+            ));
+            self.gave_up_at = Some(self.diags.len());
+        }
+        while self.tok.kind != TokenKind::Eof {
+            self.next();
+        }
+        false
+    }
+
+    /// A placeholder for a value that was not parsed because nesting went too deep.
+    fn abandoned(&self) -> Expr {
+        Expr {
+            kind: ExprKind::Literal(Literal {
+                value: LiteralValue::Null,
+                raw: "null".into(),
+            }),
+            span: self.tok.span,
+        }
     }
 
     fn line_of(&self, offset: u32) -> usize {
@@ -137,7 +195,17 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_body(&mut self, until: TokenKind) -> Body {
+        let base = self.depth;
+        let body = self.parse_body_inner(until);
+        self.depth = base;
+        body
+    }
+
+    fn parse_body_inner(&mut self, until: TokenKind) -> Body {
         let mut body = Body::default();
+        if !self.descend() {
+            return body;
+        }
         while self.tok.kind != until && self.tok.kind != TokenKind::Eof {
             if let Some(stmt) = self.parse_statement() {
                 body.stmts.push(stmt);
@@ -295,6 +363,13 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_binary(&mut self, min_prec: u8) -> Expr {
+        let base = self.depth;
+        let e = self.parse_binary_chain(min_prec);
+        self.depth = base;
+        e
+    }
+
+    fn parse_binary_chain(&mut self, min_prec: u8) -> Expr {
         let mut lhs = self.parse_pow();
         loop {
             let Some(op) = binary_op(self.tok.kind) else {
@@ -302,6 +377,9 @@ impl<'a> Parser<'a> {
             };
             let prec = op.precedence();
             if prec < min_prec {
+                return lhs;
+            }
+            if !self.descend() {
                 return lhs;
             }
             self.next();
@@ -325,8 +403,14 @@ impl<'a> Parser<'a> {
         if self.tok.kind != TokenKind::Pow {
             return lhs;
         }
+        let base = self.depth;
+        if !self.descend() {
+            self.depth = base;
+            return lhs;
+        }
         self.next();
         let rhs = self.parse_pow();
+        self.depth = base;
         let span = lhs.span.to(rhs.span);
         Expr {
             kind: ExprKind::Binary {
@@ -339,12 +423,22 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_unary(&mut self) -> Expr {
+        let base = self.depth;
+        let e = self.parse_unary_inner();
+        self.depth = base;
+        e
+    }
+
+    fn parse_unary_inner(&mut self) -> Expr {
         let op = match self.tok.kind {
             TokenKind::Not => Some(UnaryOp::Not),
             TokenKind::Sub => Some(UnaryOp::Neg),
             _ => None,
         };
         if let Some(op) = op {
+            if !self.descend() {
+                return self.abandoned();
+            }
             let start = self.tok.span;
             self.next();
             let expr = self.parse_unary();
@@ -360,6 +454,13 @@ impl<'a> Parser<'a> {
 
         let mut primary = self.parse_primary();
         loop {
+            if matches!(
+                self.tok.kind,
+                TokenKind::Dot | TokenKind::LBrack | TokenKind::LParen
+            ) && !self.descend()
+            {
+                return primary;
+            }
             match self.tok.kind {
                 TokenKind::Dot => {
                     self.next();
@@ -434,6 +535,20 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_primary(&mut self) -> Expr {
+        let base = self.depth;
+        let e = self.parse_primary_inner();
+        self.depth = base;
+        e
+    }
+
+    fn parse_primary_inner(&mut self) -> Expr {
+        if matches!(
+            self.tok.kind,
+            TokenKind::LParen | TokenKind::LBrack | TokenKind::LCurly
+        ) && !self.descend()
+        {
+            return self.abandoned();
+        }
         let tok = self.tok.clone();
         let literal = |value: LiteralValue| Expr {
             kind: ExprKind::Literal(Literal {

@@ -416,17 +416,14 @@ impl<'a> Printer<'a> {
                 }
             }
         }
+        // Only `\n` counts: the lexer numbers source lines by it, and a form feed inside a
+        // comment or raw string is protected text, not a tabwriter line break. Counting it
+        // made the next line look already broken, so it was joined onto a `//` comment.
         let bytes = s.as_bytes();
-        let breaks = bytes
-            .iter()
-            .filter(|&&b| b == b'\n' || b == b'\x0c')
-            .count();
+        let breaks = bytes.iter().filter(|&&b| b == b'\n').count();
         self.pos.offset += bytes.len();
         if breaks > 0 {
-            let last_break = bytes
-                .iter()
-                .rposition(|&b| b == b'\n' || b == b'\x0c')
-                .unwrap_or(0);
+            let last_break = bytes.iter().rposition(|&b| b == b'\n').unwrap_or(0);
             self.pos.line += breaks;
             self.out_col = bytes.len() - last_break;
         } else {
@@ -1190,6 +1187,14 @@ mod tests {
             fmt(src),
             "// head\n\nblock {\n\t// inside\n\ta   = 1  // trailing\n\tbbb = 22 // aligned\n} // discovery.kubernetes \"pods\"\n// tail\n"
         );
+    }
+
+    #[test]
+    fn a_form_feed_inside_a_comment_keeps_the_line_break_after_it() {
+        // Found by the syntax fuzz target: the block after the comment was joined onto it.
+        assert_eq!(fmt("//\x0c\ni{}\n"), "//\x0c\ni { }\n");
+        assert_eq!(fmt("a = 1 // x\x0cy\nb = 2\n"), "a = 1 // x\x0cy\nb = 2\n");
+        assert_eq!(fmt("/* \x0c */\nc {}\n"), "/* \x0c */\nc { }\n");
     }
 
     #[test]
