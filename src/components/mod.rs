@@ -23,4 +23,7 @@ pub fn builtin() -> Registry {
         ))
         .with(Registration::new::<crate::ebpf::Ebpf>("pyroscope.ebpf"))
         .with(Registration::new::<crate::store::Store>("pyroscope.store"))
+        .with(Registration::new::<crate::relabel::component::Relabel>(
+            "pyroscope.relabel",
+        ))
 }

@@ -94,6 +94,7 @@
 
 mod apply;
 mod case;
+pub mod component;
 mod labels;
 pub mod md5;
 pub mod regex;
