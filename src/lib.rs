@@ -13,6 +13,7 @@ pub mod httpclient;
 pub mod pprof;
 pub mod profiles;
 pub mod query;
+pub mod receive;
 pub mod relabel;
 pub mod runtime;
 pub mod scrape;

@@ -26,4 +26,7 @@ pub fn builtin() -> Registry {
         .with(Registration::new::<crate::relabel::component::Relabel>(
             "pyroscope.relabel",
         ))
+        .with(Registration::new::<crate::receive::ReceiveHttp>(
+            "pyroscope.receive_http",
+        ))
 }
