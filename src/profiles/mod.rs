@@ -202,41 +202,27 @@ impl fmt::Debug for FanOut {
 }
 
 #[cfg(test)]
+pub(crate) mod collect;
+
+#[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
+    use super::collect::Collect;
     use super::*;
-
-    #[derive(Default)]
-    struct Collect(Mutex<Vec<Profile>>);
-
-    impl Appendable for Arc<Collect> {
-        fn append(&self, profiles: Vec<Profile>) {
-            self.0.lock().expect("lock").extend(profiles);
-        }
-    }
-
-    fn receiver(c: &Arc<Collect>) -> CapsuleRef<Receiver> {
-        CapsuleRef(Arc::new(Receiver::new(c.clone())))
-    }
 
     #[test]
     fn fan_out_reaches_every_receiver_and_can_be_replaced() {
-        let (a, b) = (Arc::new(Collect::default()), Arc::new(Collect::default()));
-        let fan = FanOut::new(vec![receiver(&a), receiver(&b)]);
+        let ((a, ra), (b, rb)) = (Collect::receiver(), Collect::receiver());
+        let fan = FanOut::new(vec![ra, rb.clone()]);
         let p = Profile::new(vec![("__name__".into(), "cpu".into())], vec![1u8, 2, 3]);
         fan.append(vec![p.clone()]);
-        assert_eq!(*a.0.lock().expect("lock"), std::slice::from_ref(&p));
-        assert_eq!(*b.0.lock().expect("lock"), std::slice::from_ref(&p));
+        assert_eq!(*a.got(), std::slice::from_ref(&p));
+        assert_eq!(*b.got(), std::slice::from_ref(&p));
         // Shared bytes, not copies.
-        assert_eq!(
-            a.0.lock().expect("lock")[0].raw.as_ptr(),
-            b.0.lock().expect("lock")[0].raw.as_ptr()
-        );
-        fan.set(vec![receiver(&b)]);
+        assert_eq!(a.got()[0].raw.as_ptr(), b.got()[0].raw.as_ptr());
+        fan.set(vec![rb]);
         fan.append(vec![p.clone()]);
-        assert_eq!(a.0.lock().expect("lock").len(), 1);
-        assert_eq!(b.0.lock().expect("lock").len(), 2);
+        assert_eq!(a.got().len(), 1);
+        assert_eq!(b.got().len(), 2);
         fan.set(Vec::new());
         fan.append(vec![p]);
         assert!(fan.is_empty());
@@ -264,6 +250,6 @@ mod tests {
         // Same Arc exported twice compares equal: no re-evaluation of dependants.
         assert_eq!(v, r.export());
         back.append(vec![Profile::new(Vec::new(), Bytes::new())]);
-        assert_eq!(c.0.lock().expect("lock").len(), 1);
+        assert_eq!(c.got().len(), 1);
     }
 }

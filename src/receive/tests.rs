@@ -1,33 +1,18 @@
 //! The component over real sockets: routes, status codes, limits, updates.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
 use prost::Message as _;
 
 use super::*;
-use crate::profiles::{Appendable, Profile, Receiver};
+use crate::profiles::collect::Collect;
+use crate::profiles::{Profile, Receiver};
 use crate::syntax::types::CapsuleRef;
 use crate::write::proto::push::v1::{PushRequest, RawProfileSeries, RawSample};
 use crate::write::proto::types::v1::LabelPair;
 
 type Headers<'a> = Vec<(&'a str, &'a str)>;
-
-#[derive(Default)]
-struct Collect(Mutex<Vec<Profile>>);
-
-impl Appendable for Arc<Collect> {
-    fn append(&self, profiles: Vec<Profile>) {
-        self.0.lock().expect("lock").extend(profiles);
-    }
-}
-
-impl Collect {
-    fn take(&self) -> Vec<Profile> {
-        std::mem::take(&mut *self.0.lock().expect("lock"))
-    }
-}
 
 fn args(collect: &Arc<Collect>, http: HttpConfig, body_size_limit: u64) -> Arguments {
     Arguments {

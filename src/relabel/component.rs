@@ -704,36 +704,13 @@ impl Component for Relabel {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use super::*;
+    use crate::profiles::collect::Collect;
     use crate::syntax::decode;
 
-    /// Records everything appended to it.
-    #[derive(Default)]
-    struct Collect(Mutex<Vec<Profile>>);
-
-    impl Appendable for Arc<Collect> {
-        fn append(&self, profiles: Vec<Profile>) {
-            self.0.lock().expect("lock").extend(profiles);
-        }
-    }
-
-    impl Collect {
-        fn labels(&self) -> Vec<Vec<Label>> {
-            self.0
-                .lock()
-                .expect("lock")
-                .iter()
-                .map(|p| sorted(p.labels.clone()))
-                .collect()
-        }
-    }
-
-    fn collector() -> (Arc<Collect>, CapsuleRef<Receiver>) {
-        let c = Arc::new(Collect::default());
-        let r = CapsuleRef(Arc::new(Receiver::new(c.clone())));
-        (c, r)
+    /// The labels of every profile collected, each set sorted.
+    fn labels_of(c: &Collect) -> Vec<Vec<Label>> {
+        c.got().iter().map(|p| sorted(p.labels.clone())).collect()
     }
 
     fn sorted(mut l: Vec<Label>) -> Vec<Label> {
@@ -792,10 +769,10 @@ mod tests {
 
     /// What one profile becomes: `Some(labels)` forwarded, `None` dropped.
     fn relabel_one(rules: &str, input: &[(&str, &str)]) -> Option<Vec<Label>> {
-        let (c, r) = collector();
+        let (c, r) = Collect::receiver();
         let running = start("pyroscope.relabel.one", rules, vec![r]);
         running.send(input);
-        let got = c.labels();
+        let got = labels_of(&c);
         assert!(got.len() <= 1, "{got:?}");
         let forwarded = got.into_iter().next();
         assert_eq!(running.info("profiles_processed"), 1);
@@ -953,8 +930,8 @@ mod tests {
 
     #[test]
     fn dropped_profiles_are_counted_and_the_rest_forwarded_to_every_receiver() {
-        let (a, ra) = collector();
-        let (b, rb) = collector();
+        let (a, ra) = Collect::receiver();
+        let (b, rb) = Collect::receiver();
         let running = start(
             "pyroscope.relabel.fan",
             "rule {\n source_labels = [\"env\"]\n regex = \"dev\"\n action = \"drop\"\n}",
@@ -971,13 +948,10 @@ mod tests {
             labels(&[("service_name", "c")]),
             Vec::new(),
         ];
-        assert_eq!(a.labels(), want);
-        assert_eq!(b.labels(), want);
+        assert_eq!(labels_of(&a), want);
+        assert_eq!(labels_of(&b), want);
         // The profile bytes are shared between the receivers, not copied.
-        let (pa, pb) = (
-            a.0.lock().expect("lock")[0].raw.clone(),
-            b.0.lock().expect("lock")[0].raw.clone(),
-        );
+        let (pa, pb) = (a.got()[0].raw.clone(), b.got()[0].raw.clone());
         assert_eq!(pa.as_ptr(), pb.as_ptr());
 
         let text = running.metrics.encode().expect("encode");
@@ -1004,7 +978,7 @@ mod tests {
 
     #[test]
     fn cache_hits_give_the_same_result() {
-        let (c, r) = collector();
+        let (c, r) = Collect::receiver();
         let running = start(
             "pyroscope.relabel.cache",
             "rule {\n source_labels = [\"env\"]\n regex = \"(.+)\"\n target_label = \"environment\"\n replacement = \"staging\"\n}\nrule {\n source_labels = [\"env\"]\n regex = \"dev\"\n action = \"drop\"\n}",
@@ -1019,7 +993,7 @@ mod tests {
         }
         assert_eq!(running.info("cache_misses"), 3);
         assert_eq!(running.info("cache_hits"), 0);
-        let first = c.labels();
+        let first = labels_of(&c);
         // Again, with one label set in another order: all three are hits, same results.
         for input in [&kept_reordered[..], &dropped, &plain] {
             running.send(input);
@@ -1028,7 +1002,7 @@ mod tests {
         assert_eq!(running.info("cache_hits"), 3);
         assert_eq!(running.info("cache_size"), 3);
         assert_eq!(running.info("profiles_dropped"), 2);
-        let all = c.labels();
+        let all = labels_of(&c);
         assert_eq!(all.len(), 4);
         assert_eq!(all[2..], first[..]);
         assert_eq!(
@@ -1046,7 +1020,7 @@ mod tests {
 
     #[test]
     fn update_applies_new_rules_to_the_next_profile_and_empties_the_cache() {
-        let (c, r) = collector();
+        let (c, r) = Collect::receiver();
         let keep_prod =
             "rule {\n source_labels = [\"env\"]\n regex = \"prod\"\n action = \"keep\"\n}";
         let keep_dev =
@@ -1056,7 +1030,7 @@ mod tests {
         let dev = [("service_name", "a"), ("env", "dev")];
         running.send(&prod);
         running.send(&dev);
-        assert_eq!(c.labels().len(), 1);
+        assert_eq!(labels_of(&c).len(), 1);
         assert_eq!(running.info("cache_size"), 2);
 
         let mut args = decode_args(keep_dev).expect("valid");
@@ -1068,7 +1042,7 @@ mod tests {
         running.send(&dev);
         // Both were recomputed with the new rules, not served from the old cache.
         assert_eq!(running.info("cache_misses"), misses + 2);
-        let got = c.labels();
+        let got = labels_of(&c);
         assert_eq!(got.len(), 2);
         assert_eq!(got[1], sorted(labels(&dev)));
 
@@ -1081,14 +1055,14 @@ mod tests {
         assert!(matches!(m["receiver"], Value::Capsule(_)));
 
         // Only forward_to changes: the cache is kept.
-        let (other, r2) = collector();
+        let (other, r2) = Collect::receiver();
         let mut args = decode_args(keep_dev).expect("valid");
         args.forward_to = vec![r2];
         running.component.update(args).expect("update");
         assert_eq!(running.info("cache_size"), 2);
         running.send(&dev);
-        assert_eq!(other.labels(), [sorted(labels(&dev))]);
-        assert_eq!(c.labels().len(), 2);
+        assert_eq!(labels_of(&other), [sorted(labels(&dev))]);
+        assert_eq!(labels_of(&c).len(), 2);
 
         // Invalid rules cannot get past decoding; a failing compile would keep the old rules.
         assert!(decode_args("rule {\n action = \"hashmod\"\n target_label = \"x\"\n}").is_err());
@@ -1096,7 +1070,7 @@ mod tests {
 
     #[test]
     fn the_cache_holds_at_most_max_cache_size_label_sets() {
-        let (_c, r) = collector();
+        let (_c, r) = Collect::receiver();
         let running = start(
             "pyroscope.relabel.bound",
             "max_cache_size = 2",
@@ -1220,7 +1194,7 @@ mod tests {
         assert_eq!(m["rules"], Value::Array(Vec::new()));
         assert!(matches!(m["receiver"], Value::Capsule(_)));
 
-        let (c, r) = collector();
+        let (c, r) = Collect::receiver();
         let running = start("pyroscope.relabel.exit", "", vec![r]);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
@@ -1234,7 +1208,7 @@ mod tests {
         component
             .receiver()
             .append(vec![profile(&[("service_name", "a")])]);
-        assert!(c.labels().is_empty());
+        assert!(labels_of(&c).is_empty());
         let text = running.metrics.encode().expect("encode");
         assert!(!text.contains("pyroscope.relabel.exit"), "{text}");
     }
