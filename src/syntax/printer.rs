@@ -516,6 +516,7 @@ impl Printer<'_> {
 
     fn block(&mut self, b: &Block) {
         let header = b.header_span();
+        self.comments_inside_name(b);
         self.at(header.start as usize);
         self.word(&b.full_name(), Last::Other, Protect::None);
         if let Some(label) = &b.label {
@@ -537,6 +538,31 @@ impl Printer<'_> {
         self.ws(Ws::Unindent);
         self.at(b.rbrace.start as usize);
         self.punct("}");
+    }
+
+    /// A dotted block name is written as one word, so a comment between its parts
+    /// (`a.// c` newline `b {}`, found by the syntax fuzz target) cannot stay there: written
+    /// after the name it would end the statement before the label or `{`. Such comments go
+    /// above the block instead, in order, the name starting on the line after them.
+    fn comments_inside_name(&mut self, b: &Block) {
+        let (Some(first), Some(last)) = (b.name.first(), b.name.last()) else {
+            return;
+        };
+        let (start, end) = (first.span.start as usize, last.span.end as usize);
+        let inside = self
+            .comments
+            .iter()
+            .filter(|c| (c.span.start as usize) > start && (c.span.start as usize) < end)
+            .map(|c| self.line(c.span.start as usize + comment_text(c).len().saturating_sub(1)))
+            .max();
+        if let Some(last_line) = inside {
+            let name = self.pos_at(start);
+            let next = Pos {
+                offset: end,
+                line: name.line.max(last_line + 1),
+            };
+            self.flush(next, false);
+        }
     }
 
     fn expr(&mut self, e: &Expr) {
@@ -1195,6 +1221,20 @@ mod tests {
         assert_eq!(fmt("//\x0c\ni{}\n"), "//\x0c\ni { }\n");
         assert_eq!(fmt("a = 1 // x\x0cy\nb = 2\n"), "a = 1 // x\x0cy\nb = 2\n");
         assert_eq!(fmt("/* \x0c */\nc {}\n"), "/* \x0c */\nc { }\n");
+    }
+
+    #[test]
+    fn comments_inside_a_block_name_move_above_the_block() {
+        assert_eq!(fmt("a.// c\nb {}\n"), "// c\na.b { }\n");
+        assert_eq!(
+            fmt("x = 1\n\na.// c\nb \"l\" {}\n"),
+            "x = 1\n\n// c\na.b \"l\" { }\n"
+        );
+        assert_eq!(fmt("a./* c */b {}\n"), "/* c */\na.b { }\n");
+        assert_eq!(
+            fmt("blk {\n  a.// c\n  b {}\n}\n"),
+            "blk {\n\t// c\n\ta.b { }\n}\n"
+        );
     }
 
     #[test]
