@@ -35,21 +35,7 @@ pyroscope.scrape "apps" {{
   targets         = [{prod}, {dev}]
   forward_to      = [pyroscope.relabel.filter.receiver]
   scrape_interval = "1s"
-  profiling_config {{
-    profile.process_cpu {{
-      enabled = false
-    }}
-    profile.memory {{
-      enabled = false
-    }}
-    profile.mutex {{
-      enabled = false
-    }}
-    profile.block {{
-      enabled = false
-    }}
-  }}
-}}
+{profiling}}}
 
 pyroscope.relabel "filter" {{
   forward_to = [pyroscope.write.rx.receiver]
@@ -77,6 +63,7 @@ pyroscope.write "rx" {{
   }}
 }}
 "#,
+        profiling = support::alloy::profiling_config(&["goroutine"]),
         prod = target(&addr, "/prod", "checkout", "prod"),
         dev = target(&addr, "/dev", "cart", "dev"),
         url = rx.url(),
