@@ -725,10 +725,15 @@ impl Printer<'_> {
                 self.ws(Ws::Unindent);
             }
         }
-        if !args.is_empty() && prev_line != self.line(end_offset(e.span)) {
+        let rparen = end_offset(e.span);
+        if !args.is_empty() && prev_line != self.line(rparen) {
             self.punct(",");
             self.ws(Ws::Formfeed);
         }
+        // Alloy estimates the position of `)` from the previous token, which places a comment
+        // after the last argument behind the `)` and moves it again on the next run. The real
+        // offset keeps such a comment where it was, so formatting stays idempotent.
+        self.at(rparen);
         self.punct(")");
     }
 
@@ -1279,6 +1284,22 @@ mod tests {
         assert_eq!(
             fmt("x = string.join([\"a\",\"b\"],\",\")\ny = f(\n1,\n2,\n)\n"),
             "x = string.join([\"a\", \"b\"], \",\")\ny = f(\n\t1,\n\t2,\n)\n"
+        );
+    }
+
+    #[test]
+    fn a_comment_after_the_last_call_argument_stays_on_its_line() {
+        // Found by the syntax fuzz target: the comment used to move behind `)` and then, on
+        // the next run, onto a line of its own.
+        assert_eq!(
+            fmt("f = g(\n\t\"%s\", // c\n)\n"),
+            "f = g(\n\t\"%s\", // c\n)\n"
+        );
+        assert_eq!(fmt("f = g(1, /* c */)\n"), "f = g(1 /* c */ )\n");
+        assert_eq!(fmt("f = g(\n\t1,\n) // c\n"), "f = g(\n\t1,\n) // c\n");
+        assert_eq!(
+            fmt("f = g(\n\t1, // a\n\t2, // b\n)\n"),
+            "f = g(\n\t1, // a\n\t2, // b\n)\n"
         );
     }
 
