@@ -301,13 +301,13 @@ async fn a_hanging_backend_never_blocks_the_producer() {
             .await
             .expect("join");
     eprintln!("append: worst {worst:?}, worst with a wait {worst_waiting:?}, {slow}/20 over 1 ms");
+    // Only a call that gave up the CPU itself can have waited (for the lock, or worse, the
+    // network); how long preempted calls took depends on the machine's load, so it is printed
+    // above, not asserted.
     assert!(
         worst_waiting < Duration::from_millis(1),
         "append waited {worst_waiting:?}"
     );
-    // Preemption on a busy machine can stretch one call; not most of them.
-    assert!(slow <= 2, "{slow} appends took over 1 ms (worst {worst:?})");
-    assert!(worst < Duration::from_millis(50), "append took {worst:?}");
     // The backend was tried (and timed out) meanwhile; the small queue evicted the oldest.
     assert!(rx.request_count() >= 3);
     assert!(w.metric("pyroscope_write_retries_total", &[]) >= 3.0);
