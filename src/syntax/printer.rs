@@ -587,6 +587,10 @@ impl Printer<'_> {
             ExprKind::Access { value, name } => {
                 self.expr(value);
                 self.punct(".");
+                // Positioned (Alloy estimates it from the `.`), so that a comment between the
+                // `.` and the name is written before the name and ends with its line break,
+                // instead of swallowing the rest of the chain.
+                self.at(name.span.start as usize);
                 self.word(&name.name, Last::Other, Protect::None);
             }
             ExprKind::Index { value, index } => {
@@ -614,8 +618,11 @@ impl Printer<'_> {
                 self.expr(rhs);
             }
             ExprKind::Paren(inner) => {
+                // Both parentheses get their source positions, as a call's `)` does.
+                self.at(e.span.start as usize);
                 self.punct("(");
                 self.expr(inner);
+                self.at(end_offset(e.span));
                 self.punct(")");
             }
         }
@@ -1301,6 +1308,17 @@ mod tests {
             fmt("f = g(\n\t1, // a\n\t2, // b\n)\n"),
             "f = g(\n\t1, // a\n\t2, // b\n)\n"
         );
+    }
+
+    #[test]
+    fn comments_inside_access_chains_and_parentheses_keep_their_line_breaks() {
+        // Found by the syntax fuzz target: the comment swallowed `.c` and the `,` after it.
+        assert_eq!(
+            fmt("x = f(\n\ta.\n\t// c\n\tb.c,\n)\n"),
+            "x = f(\n\ta.\n\t// c\n\tb.c,\n)\n"
+        );
+        assert_eq!(fmt("x = (1 /* c */)\n"), "x = (1 /* c */ )\n");
+        assert_eq!(fmt("x = a.b.c // c\n"), "x = a.b.c // c\n");
     }
 
     #[test]
