@@ -10,6 +10,7 @@ pub mod diff;
 pub mod discovery;
 pub mod ebpf;
 pub mod httpclient;
+pub mod otlp;
 pub mod pprof;
 pub mod profiles;
 pub mod query;

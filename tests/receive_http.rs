@@ -399,38 +399,15 @@ async fn our_client_push_and_ingest() {
 // The real Python SDK
 // ---------------------------------------------------------------------------------------------
 
-fn sdk_required() -> bool {
-    std::env::var("SCRAPER_REQUIRE_SDK").is_ok_and(|v| v == "1")
-}
-
 /// The venv's python for `name` (`pyroscope-sdk`, `pyroscope-sdk-legacy`), or `None` with the
 /// reason printed (a failure under `SCRAPER_REQUIRE_SDK=1`).
 fn sdk_python(name: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("SCRAPER_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools"));
-    let python = dir.join(name).join("venv/bin/python");
-    let ok = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import pyroscope"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    if ok {
-        return Some(python);
-    }
-    if sdk_required() {
-        panic!(
-            "SCRAPER_REQUIRE_SDK=1 but the Pyroscope SDK {} is missing: run tests/sdk/install.sh",
-            python.display()
-        );
-    }
-    eprintln!(
-        "skipping: the Pyroscope Python SDK {} is missing (run tests/sdk/install.sh; CI sets SCRAPER_REQUIRE_SDK=1)",
-        python.display()
-    );
-    None
+    support::tools::venv_python(
+        name,
+        "pyroscope",
+        "SCRAPER_REQUIRE_SDK",
+        "tests/sdk/install.sh",
+    )
 }
 
 /// Runs tests/sdk/app.py under `python` against `base` for `seconds` of busy CPU; returns its

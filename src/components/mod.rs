@@ -29,4 +29,9 @@ pub fn builtin() -> Registry {
         .with(Registration::new::<crate::receive::ReceiveHttp>(
             "pyroscope.receive_http",
         ))
+        .with(
+            Registration::new::<crate::otlp::exporter::OtlpHttpProfiles>(
+                "otelcol.exporter.otlphttp_profiles",
+            ),
+        )
 }

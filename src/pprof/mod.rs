@@ -39,4 +39,4 @@ pub use validate::validate;
 pub use view::validate_raw;
 
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;

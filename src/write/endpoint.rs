@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -35,7 +35,7 @@ use super::limits::{Fit, Limits};
 use super::metrics::{EndpointMetrics, Latency, Reason};
 use super::queue::{Entry, Eviction, Queue};
 use super::wire::{self, Code, Disposition, PushError};
-use crate::budget::{Budget, Priority, Use};
+use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::httpclient::HttpClient;
 use crate::httpclient::body::{ReadError, read_limited};
 
@@ -46,12 +46,28 @@ const RESPONSE_LIMIT: usize = 1 << 20;
 /// decoded message's vectors, then the trimmed copy).
 const TRIM_MEMORY_FACTOR: usize = 12;
 
+/// How an endpoint talks to its backend. Everything else (queue, retries, drops, metrics) is
+/// the same for both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Pyroscope's Connect push (`pyroscope.write`): profiles fitted to the backend's limits,
+    /// sent as they are.
+    Connect,
+    /// An OTLP/HTTP profiles export (`otelcol.exporter.otlphttp_profiles`): each profile
+    /// converted to an `ExportProfilesServiceRequest` (`crate::otlp::convert`), optionally
+    /// gzipped. Retries follow the OTLP/HTTP rules: only 429, 502, 503, 504 and transport
+    /// failures are retried.
+    OtlpHttp { gzip: bool },
+}
+
 /// An endpoint's resolved settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     /// The configured base URL; also the `endpoint` metric label, as in Alloy.
     pub url: String,
-    /// `url` + `/push.v1.PusherService/Push`.
+    pub protocol: Protocol,
+    /// Where requests go: `url` + `/push.v1.PusherService/Push` for Connect, the profiles
+    /// endpoint for OTLP.
     pub push_url: reqwest::Url,
     /// The endpoint's `headers` attribute.
     pub headers: HeaderMap,
@@ -61,6 +77,9 @@ pub struct Settings {
     /// 0: unlimited.
     pub max_retries: u32,
     pub retry_on_http_429: bool,
+    /// false: a failed attempt drops the profile whatever the error (OTLP's
+    /// `retry_on_failure { enabled = false }`).
+    pub retry: bool,
     pub senders: usize,
     /// 0: profiles never age out.
     pub max_age: Duration,
@@ -195,14 +214,24 @@ impl Endpoint {
         if self.too_old(&entry) {
             return give_up(Reason::TooOld, &entry);
         }
-        let raw = match self.fit(&entry).await {
-            Ok(raw) => raw,
+        let prepared = match s.protocol {
+            // What is counted as sent is the profile's size as pushed (trimmed or not).
+            Protocol::Connect => self
+                .fit(&entry)
+                .await
+                .map(|raw| (wire::encode_push_request(&entry.labels, &raw), raw.len())),
+            Protocol::OtlpHttp { gzip } => self
+                .otlp_request(&entry, gzip)
+                .await
+                .map(|body| (body, entry.raw.len())),
+        };
+        let (body, sent_bytes) = match prepared {
+            Ok(prepared) => prepared,
             Err((reason, why)) => {
                 tracing::warn!(endpoint = %s.url, reason = %why, "dropping profile");
                 return give_up(reason, &entry);
             }
         };
-        let body = wire::encode_push_request(&entry.labels, &raw);
         let started = Instant::now();
         let mut failures = 0u32;
         let mut unavailable = 0u32;
@@ -214,7 +243,7 @@ impl Endpoint {
             };
             let err = match result {
                 Ok(()) => {
-                    self.metrics.sent(raw.len());
+                    self.metrics.sent(sent_bytes);
                     self.metrics
                         .latency(Latency::Endpoint, started.elapsed().as_secs_f64());
                     self.recovered.notify_waiters();
@@ -223,6 +252,10 @@ impl Endpoint {
                 Err(e) => e,
             };
             let disposition = err.disposition(s.retry_on_http_429);
+            if !s.retry && disposition != Disposition::Drop {
+                tracing::warn!(endpoint = %s.url, err = %err, "push failed and retries are disabled; dropping profile");
+                return give_up(Reason::RetriesExhausted, &entry);
+            }
             let delay = match disposition {
                 Disposition::Drop => {
                     tracing::warn!(endpoint = %s.url, err = %err, "push rejected; dropping profile");
@@ -270,19 +303,7 @@ impl Endpoint {
         if limits.fits_without_inspection(&entry.raw, label_bytes) {
             return Ok(entry.raw.clone());
         }
-        let need = (entry.raw.len()
-            + crate::pprof::codec::declared_size(&entry.raw) * TRIM_MEMORY_FACTOR)
-            as u64;
-        let budget = Budget::global();
-        let Some(_memory) = budget.try_reserve(Use::WriteTrim, Priority::Normal, need) else {
-            budget.count_shed(Use::WriteTrim, Priority::Normal);
-            return Err((
-                Reason::MemoryBudget,
-                format!(
-                    "the memory budget has no room to check the profile against the backend's limits ({need} bytes)"
-                ),
-            ));
-        };
+        let _memory = reserve_decoding(entry, "check the profile against the backend's limits")?;
         let raw = entry.raw.clone();
         let fit = tokio::task::spawn_blocking(move || limits.fit(&raw, label_bytes))
             .await
@@ -302,6 +323,30 @@ impl Endpoint {
         }
     }
 
+    /// The OTLP export request for one profile (decoded and converted off the async threads,
+    /// with the decoding memory reserved against the budget as `fit` does).
+    async fn otlp_request(&self, entry: &Entry, gzip: bool) -> Result<Bytes, (Reason, String)> {
+        let _memory = reserve_decoding(entry, "convert the profile")?;
+        let raw = entry.raw.clone();
+        let labels = entry.series_labels.clone();
+        tokio::task::spawn_blocking(move || {
+            let profile = crate::pprof::decode(&raw, &crate::pprof::Limits::default())
+                .map_err(|e| (Reason::Rejected, format!("profile does not decode: {e}")))?;
+            let mut request = crate::otlp::convert::RequestBuilder::new();
+            request
+                .add(&labels, &profile)
+                .map_err(|e| (Reason::Rejected, format!("profile does not convert: {e}")))?;
+            let encoded = prost::Message::encode_to_vec(&request.build());
+            Ok(Bytes::from(if gzip {
+                crate::pprof::gzip(&encoded, crate::pprof::DEFAULT_LEVEL)
+            } else {
+                encoded
+            }))
+        })
+        .await
+        .map_err(|e| (Reason::Rejected, format!("conversion failed: {e}")))?
+    }
+
     /// One HTTP attempt.
     async fn attempt(&self, body: Bytes) -> Result<(), PushError> {
         let s = &self.settings;
@@ -316,18 +361,33 @@ impl Endpoint {
                 status: None,
                 from_body: false,
             })?;
-        headers.insert(
-            CONTENT_TYPE,
-            HeaderValue::from_static(wire::CONTENT_TYPE_PROTO),
-        );
-        headers.insert(
-            HeaderName::from_static("connect-protocol-version"),
-            HeaderValue::from_static("1"),
-        );
-        headers.insert(
-            HeaderName::from_static("connect-timeout-ms"),
-            HeaderValue::from(u64::try_from(s.remote_timeout.as_millis()).unwrap_or(u64::MAX)),
-        );
+        match s.protocol {
+            Protocol::Connect => {
+                headers.insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static(wire::CONTENT_TYPE_PROTO),
+                );
+                headers.insert(
+                    HeaderName::from_static("connect-protocol-version"),
+                    HeaderValue::from_static("1"),
+                );
+                headers.insert(
+                    HeaderName::from_static("connect-timeout-ms"),
+                    HeaderValue::from(
+                        u64::try_from(s.remote_timeout.as_millis()).unwrap_or(u64::MAX),
+                    ),
+                );
+            }
+            Protocol::OtlpHttp { gzip } => {
+                headers.insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static(wire::CONTENT_TYPE_OTLP),
+                );
+                if gzip {
+                    headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+                }
+            }
+        }
         let request = self
             .client
             .client()
@@ -353,13 +413,44 @@ impl Endpoint {
                 // status alone.
                 Err(ReadError::TooLarge { .. }) => Bytes::new(),
             };
-            wire::classify_response(status, content_type.as_deref(), &body)
+            match s.protocol {
+                Protocol::Connect => {
+                    wire::classify_response(status, content_type.as_deref(), &body)
+                }
+                Protocol::OtlpHttp { .. } => {
+                    let rejected = wire::classify_otlp_response(status, &body)?;
+                    if rejected.rejected_profiles > 0 || !rejected.error_message.is_empty() {
+                        // Accepted in part: nothing a retry would change.
+                        tracing::warn!(endpoint = %s.url, rejected = rejected.rejected_profiles, message = %rejected.error_message, "export partially rejected");
+                    }
+                    Ok(())
+                }
+            }
         }
         .await;
         self.metrics
             .latency(Latency::Downstream, started.elapsed().as_secs_f64());
         result
     }
+}
+
+/// Reserves the memory decoding `entry` takes (its decoded message's vectors, then a trimmed or
+/// converted copy) against the budget; when there is no room the profile is dropped
+/// (`memory_budget`), the error saying what it was going `to`.
+fn reserve_decoding(entry: &Entry, to: &str) -> Result<Reservation, (Reason, String)> {
+    let need = (entry.raw.len()
+        + crate::pprof::codec::declared_size(&entry.raw) * TRIM_MEMORY_FACTOR)
+        as u64;
+    let budget = Budget::global();
+    budget
+        .try_reserve(Use::WriteTrim, Priority::Normal, need)
+        .ok_or_else(|| {
+            budget.count_shed(Use::WriteTrim, Priority::Normal);
+            (
+                Reason::MemoryBudget,
+                format!("the memory budget has no room to {to} ({need} bytes)"),
+            )
+        })
 }
 
 /// Alloy's (dskit) backoff: the delay before retry `n` (1-based) is uniform in

@@ -63,7 +63,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use self::endpoint::{Endpoint, Senders, Settings};
+use self::endpoint::{Endpoint, Senders};
+pub(crate) use self::endpoint::{Protocol, Settings};
 pub use self::metrics::Reason;
 use self::metrics::{EndpointMetrics, WriteMetrics};
 use self::queue::{Entry, Queue};
@@ -224,6 +225,20 @@ impl Default for LimitsConfig {
     }
 }
 
+/// An endpoint's `headers` attribute, every value marked sensitive (kept out of debug output).
+pub(crate) fn sensitive_headers(headers: &BTreeMap<String, String>) -> Result<HeaderMap, String> {
+    let mut out = HeaderMap::new();
+    for (name, value) in headers {
+        let n = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| format!("invalid header name {name:?}: {e}"))?;
+        let mut v = HeaderValue::from_str(value)
+            .map_err(|e| format!("invalid value for header {name:?}: {e}"))?;
+        v.set_sensitive(true);
+        out.insert(n, v);
+    }
+    Ok(out)
+}
+
 fn to_usize(v: u64) -> usize {
     usize::try_from(v).unwrap_or(usize::MAX)
 }
@@ -233,15 +248,7 @@ impl EndpointOptions {
         let push_url = format!("{}{}", self.url.trim_end_matches('/'), wire::PUSH_PATH);
         let push_url = reqwest::Url::parse(&push_url)
             .map_err(|e| format!("endpoint url {:?} is invalid: {e}", self.url))?;
-        let mut headers = HeaderMap::new();
-        for (name, value) in &self.headers {
-            let n = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| format!("invalid header name {name:?}: {e}"))?;
-            let mut v = HeaderValue::from_str(value)
-                .map_err(|e| format!("invalid value for header {name:?}: {e}"))?;
-            v.set_sensitive(true);
-            headers.insert(n, v);
-        }
+        let headers = sensitive_headers(&self.headers)?;
         let max_retries = match self.max_backoff_retries {
             0 => 0,
             n if n < 0 => 1,
@@ -250,6 +257,7 @@ impl EndpointOptions {
         let q = &self.queue_config;
         Ok(Settings {
             url: self.url.clone(),
+            protocol: Protocol::Connect,
             push_url,
             headers,
             remote_timeout: self.remote_timeout.get(),
@@ -257,6 +265,7 @@ impl EndpointOptions {
             max_backoff: self.max_backoff_period.get(),
             max_retries,
             retry_on_http_429: self.retry_on_http_429,
+            retry: true,
             senders: to_usize(q.senders),
             max_age: q.max_age.get(),
             flush_deadline: q.flush_deadline.get(),
@@ -272,6 +281,14 @@ impl EndpointOptions {
 // ---------------------------------------------------------------------------------------------
 // Pipeline: the receiver's implementation
 // ---------------------------------------------------------------------------------------------
+
+/// One endpoint as `Pipeline::apply` takes it: resolved settings, the HTTP client's
+/// arguments and the queue's size in bytes.
+pub(crate) struct EndpointSpec {
+    pub settings: Settings,
+    pub http: crate::httpclient::HttpClientConfig,
+    pub max_bytes: usize,
+}
 
 /// The current configuration, swapped whole on update.
 struct Active {
@@ -334,13 +351,39 @@ impl Pipeline {
 
     /// Applies `args`. Nothing changes if any endpoint cannot be built.
     fn configure(&self, args: &Arguments) -> Result<(), BoxError> {
+        let mut specs = Vec::with_capacity(args.endpoint.len());
+        for ep in &args.endpoint {
+            specs.push(EndpointSpec {
+                settings: ep.settings()?,
+                http: ep.http.clone(),
+                max_bytes: to_usize(ep.queue_config.max_bytes),
+            });
+        }
+        let external = args
+            .external_labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        self.apply(external, specs)
+    }
+
+    /// Switches to `specs`. Nothing changes if any endpoint cannot be built.
+    pub(crate) fn apply(
+        &self,
+        external: Vec<Label>,
+        specs: Vec<EndpointSpec>,
+    ) -> Result<(), BoxError> {
         let old = self.active();
         let mut claimed = vec![false; old.endpoints.len()];
-        let mut endpoints = Vec::with_capacity(args.endpoint.len());
-        for ep in &args.endpoint {
-            let settings = ep.settings()?;
-            let client = HttpClient::new(&ep.http, USER_AGENT)
-                .map_err(|e| format!("endpoint {}: {e}", ep.url))?;
+        let mut endpoints = Vec::with_capacity(specs.len());
+        for EndpointSpec {
+            settings,
+            http,
+            max_bytes,
+        } in specs
+        {
+            let client = HttpClient::new(&http, USER_AGENT)
+                .map_err(|e| format!("endpoint {}: {e}", settings.url))?;
             let metrics = self.metrics.endpoint(&self.id, &settings.url);
             let reuse = old
                 .endpoints
@@ -351,7 +394,6 @@ impl Pipeline {
                     claimed[i] = true;
                     o.queue.clone()
                 });
-            let max_bytes = to_usize(ep.queue_config.max_bytes);
             endpoints.push((settings, client, metrics, reuse, max_bytes));
         }
         // Everything built: switch.
@@ -369,11 +411,7 @@ impl Pipeline {
             built.push(Arc::new(Endpoint::new(settings, client, queue, metrics)));
         }
         let next = Arc::new(Active {
-            external: args
-                .external_labels
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            external,
             endpoints: built,
         });
         // Swapped under the `running` lock so that `start` sees either the old endpoints
@@ -518,6 +556,7 @@ impl Appendable for Pipeline {
             let entry = Entry {
                 series: series_hash(&labels),
                 labels: wire::encode_labels(&labels),
+                series_labels: Arc::from(labels),
                 raw: p.raw,
                 received_at: p.received_at,
                 enqueued: now,
@@ -548,6 +587,30 @@ impl Write {
     /// The receiver this component exports.
     pub fn receiver(&self) -> Arc<Receiver> {
         self.receiver.clone()
+    }
+
+    /// The same sending machinery for endpoints another component resolved (the OTLP
+    /// exporter): its receiver is published as `opts`' `receiver` export.
+    pub(crate) fn build_with(
+        opts: ComponentOptions,
+        external: Vec<Label>,
+        specs: Vec<EndpointSpec>,
+    ) -> Result<Self, BoxError> {
+        let metrics = WriteMetrics::get(&opts.metrics);
+        let pipeline = Arc::new(Pipeline::new(opts.id.clone(), metrics));
+        pipeline.apply(external, specs)?;
+        let receiver = Arc::new(Receiver(pipeline.clone()));
+        opts.exports.publish(exports(&receiver));
+        Ok(Write { pipeline, receiver })
+    }
+
+    /// Switches to new endpoints (see [`Write::build_with`]).
+    pub(crate) fn apply(
+        &self,
+        external: Vec<Label>,
+        specs: Vec<EndpointSpec>,
+    ) -> Result<(), BoxError> {
+        self.pipeline.apply(external, specs)
     }
 
     /// Profiles and bytes queued per endpoint URL (not counting those being sent).

@@ -13,7 +13,7 @@
 //!   erring on the safe side.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
@@ -21,6 +21,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 
 use crate::budget::{Budget, Priority, Reservation, Use};
+use crate::profiles::Label;
 
 /// A profile ready to push: labels already processed and encoded.
 #[derive(Clone, Debug)]
@@ -29,6 +30,8 @@ pub struct Entry {
     pub series: u64,
     /// `RawProfileSeries.labels`, encoded (see `wire::encode_labels`). Shared by all endpoints.
     pub labels: Bytes,
+    /// The same labels as a list, for protocols that encode them differently (OTLP).
+    pub series_labels: Arc<[Label]>,
     pub raw: Bytes,
     pub received_at: SystemTime,
     /// When it was first queued (for the `queue` latency).
@@ -276,6 +279,7 @@ mod tests {
         Entry {
             series,
             labels: Bytes::new(),
+            series_labels: Arc::from(Vec::new()),
             raw: Bytes::from(vec![tag; size]),
             received_at: SystemTime::UNIX_EPOCH,
             enqueued: Instant::now(),

@@ -27,6 +27,9 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 pub const PUSH_PATH: &str = "/push.v1.PusherService/Push";
+/// Pyroscope's OTLP/HTTP profiles ingestion (pyroscope-protocol.md §8), also served: each OTLP
+/// profile is stored as a single-type pprof with its resource attributes as labels.
+pub const OTLP_PATH: &str = "/v1development/profiles";
 /// Also served: an OAuth2 token endpoint handing out [`TOKEN`].
 pub const TOKEN_PATH: &str = "/oauth2/token";
 pub const TOKEN: &str = "token-from-oauth2";
@@ -466,6 +469,9 @@ fn handle(req: &Parsed, shared: &Shared) -> Vec<u8> {
         .to_string();
         return response(200, "application/json", body.as_bytes());
     }
+    if req.method == "POST" && req.path == OTLP_PATH {
+        return handle_otlp(req, shared);
+    }
     if req.method != "POST" || req.path != PUSH_PATH {
         return response(404, "text/plain", b"404 page not found");
     }
@@ -507,6 +513,60 @@ fn handle(req: &Parsed, shared: &Shared) -> Vec<u8> {
     }
     shared.changed.notify_waiters();
     response(200, "application/proto", b"")
+}
+
+/// OTLP/HTTP export as Pyroscope's handler takes it: protobuf only (JSON is not needed here),
+/// optionally gzipped; 415 for another content type, 400 for a body that does not decode or
+/// convert; success is an empty `ExportProfilesServiceResponse`.
+fn handle_otlp(req: &Parsed, shared: &Shared) -> Vec<u8> {
+    use scraper::otlp::proto::collector::profiles::v1development::{
+        ExportProfilesServiceRequest, ExportProfilesServiceResponse,
+    };
+    const PROTOBUF: &str = "application/x-protobuf";
+    match header(&req.headers, "content-type") {
+        Some(PROTOBUF) | Some("application/protobuf") => {}
+        other => {
+            return response(
+                415,
+                "text/plain",
+                format!("unsupported content type {other:?}").as_bytes(),
+            );
+        }
+    }
+    let body = match header(&req.headers, "content-encoding") {
+        Some("gzip") => match scraper::pprof::gunzip(&req.body, &scraper::pprof::Limits::default())
+        {
+            Ok(b) => b,
+            Err(e) => return response(400, "text/plain", format!("gzip: {e}").as_bytes()),
+        },
+        _ => req.body.clone(),
+    };
+    let export = match ExportProfilesServiceRequest::decode(body.as_slice()) {
+        Ok(x) => x,
+        Err(e) => return response(400, "text/plain", format!("decoding: {e}").as_bytes()),
+    };
+    let converted = match scraper::otlp::convert::to_pprof(&export) {
+        Ok(c) => c,
+        Err(e) => return response(400, "text/plain", format!("converting: {e}").as_bytes()),
+    };
+    {
+        let mut s = shared.lock();
+        let now = Instant::now();
+        for c in converted {
+            s.received.push(Received {
+                labels: c.labels,
+                raw: c.profile.encode_to_vec().into(),
+                headers: req.headers.clone(),
+                at: now,
+            });
+        }
+    }
+    shared.changed.notify_waiters();
+    response(
+        200,
+        PROTOBUF,
+        &ExportProfilesServiceResponse::default().encode_to_vec(),
+    )
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -37,6 +37,37 @@ fn find(name: &str) -> Option<PathBuf> {
     None
 }
 
+/// The python of the venv `.tools/<venv>/venv` (or under `$SCRAPER_TOOLS`) when it can
+/// `import <module>`; otherwise `None` with the reason printed, or a panic when the environment
+/// variable `require` is `1` (CI sets it after running `installer`).
+pub fn venv_python(venv: &str, module: &str, require: &str, installer: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("SCRAPER_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".tools"));
+    let python = dir.join(venv).join("venv/bin/python");
+    let ok = python.exists()
+        && std::process::Command::new(&python)
+            .args(["-c", &format!("import {module}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if ok {
+        return Some(python);
+    }
+    if std::env::var(require).is_ok_and(|v| v == "1") {
+        panic!(
+            "{require}=1 but {} (with {module}) is missing: run {installer}",
+            python.display()
+        );
+    }
+    eprintln!(
+        "skipping: {} (with {module}) is missing (run {installer}; CI sets {require}=1)",
+        python.display()
+    );
+    None
+}
+
 /// The pinned `helm` binary, or `None` (with the reason printed) when it is not installed.
 pub fn helm() -> Option<PathBuf> {
     find("helm")

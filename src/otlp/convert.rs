@@ -1,0 +1,798 @@
+//! pprof ⇄ OTLP profiles (v1development, dictionary tables).
+//!
+//! Everything that depends on the OTLP profiles schema is here, so the next revision of the
+//! proto (the signal is still "Development") is a change to this file and the .proto files.
+//!
+//! pprof → OTLP ([`RequestBuilder`]):
+//! * One `ResourceProfiles` per pprof, its series labels as resource attributes (`service_name`
+//!   becomes `service.name`; private `__*` labels are left out), with one `ScopeProfiles`
+//!   (scope `scraper`) holding one OTLP `Profile` per pprof sample type, since an OTLP profile
+//!   has exactly one.
+//! * Strings, functions, mappings, locations, stacks and attributes go into the request-wide
+//!   dictionary, deduplicated, each table starting with its zero value.
+//! * Samples whose value for a type is 0 are left out of that type's profile; pprof labels
+//!   become sample attributes (numeric ones keep their unit); a mapping's build id becomes the
+//!   attribute `process.executable.build_id.gnu` (what Go's runtime/pprof records).
+//! * Dropped, as the schema has no place for them: comments, `drop_frames`/`keep_frames`,
+//!   `default_sample_type`, `doc_url`, `is_folded` and the mappings' `has_*` flags.
+//!
+//! OTLP → pprof ([`to_pprof`]) checks every index and returns one single-type pprof per OTLP
+//! profile; tests use it for round trips, and a receiver could.
+
+use std::collections::HashMap;
+
+use thiserror::Error;
+
+use super::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
+use super::proto::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use super::proto::profiles::v1development as otlp;
+use super::proto::resource::v1::Resource;
+use crate::pprof::proto as pprof;
+use crate::profiles::Label;
+
+/// The resource attribute the `service_name` label becomes, and back.
+pub const SERVICE_NAME_ATTRIBUTE: &str = "service.name";
+/// Where a pprof mapping's build id goes.
+pub const BUILD_ID_ATTRIBUTE: &str = "process.executable.build_id.gnu";
+/// The instrumentation scope of everything we export.
+pub const SCOPE_NAME: &str = "scraper";
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ConvertError {
+    #[error("pprof {table} index {index} is out of range ({len} entries)")]
+    PprofIndex {
+        table: &'static str,
+        index: i64,
+        len: usize,
+    },
+    #[error("pprof {table} id {id} is not defined")]
+    PprofId { table: &'static str, id: u64 },
+    #[error("OTLP {table} index {index} is out of range ({len} entries)")]
+    OtlpIndex {
+        table: &'static str,
+        index: i64,
+        len: usize,
+    },
+    #[error("OTLP dictionary is missing")]
+    NoDictionary,
+    #[error("OTLP profile has no sample_type")]
+    NoSampleType,
+    #[error("OTLP sample has {got} values and {timestamps} timestamps")]
+    SampleShape { got: usize, timestamps: usize },
+}
+
+// ---------------------------------------------------------------------------------------------
+// pprof → OTLP
+// ---------------------------------------------------------------------------------------------
+
+/// Attribute values as dictionary keys: we only ever write strings and integers.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum AttrValue {
+    Str(String),
+    Int(i64),
+}
+
+/// Dictionary keys: an entry's content, with the indices it refers to already resolved.
+type MappingKey = (u64, u64, u64, i32, Vec<i32>);
+type FunctionKey = (i32, i32, i32, i64);
+/// (function, line, column)
+type LineKey = (i32, i64, i64);
+type LocationKey = (i32, u64, Vec<LineKey>);
+
+#[derive(Default)]
+struct Dictionary {
+    strings: Vec<String>,
+    string_index: HashMap<String, i32>,
+    mappings: Vec<otlp::Mapping>,
+    mapping_index: HashMap<MappingKey, i32>,
+    functions: Vec<otlp::Function>,
+    function_index: HashMap<FunctionKey, i32>,
+    locations: Vec<otlp::Location>,
+    location_index: HashMap<LocationKey, i32>,
+    stacks: Vec<otlp::Stack>,
+    stack_index: HashMap<Vec<i32>, i32>,
+    attributes: Vec<otlp::KeyValueAndUnit>,
+    attribute_index: HashMap<(i32, AttrValue, i32), i32>,
+}
+
+fn index(len: usize) -> i32 {
+    // The tables are bounded by the pprof that fills them, whose own indices are at most i64;
+    // a request past 2^31 entries cannot be encoded anyway (protobuf messages are < 2 GiB).
+    i32::try_from(len).unwrap_or(i32::MAX)
+}
+
+impl Dictionary {
+    fn new() -> Self {
+        let mut d = Dictionary::default();
+        d.string("");
+        d.mappings.push(otlp::Mapping::default());
+        d.functions.push(otlp::Function::default());
+        d.locations.push(otlp::Location::default());
+        d.stacks.push(otlp::Stack::default());
+        d.attributes.push(otlp::KeyValueAndUnit::default());
+        d
+    }
+
+    fn string(&mut self, s: &str) -> i32 {
+        if let Some(&i) = self.string_index.get(s) {
+            return i;
+        }
+        let i = index(self.strings.len());
+        self.strings.push(s.to_owned());
+        self.string_index.insert(s.to_owned(), i);
+        i
+    }
+
+    fn attribute(&mut self, key: &str, value: AttrValue, unit: &str) -> i32 {
+        let key = self.string(key);
+        let unit = if unit.is_empty() {
+            0
+        } else {
+            self.string(unit)
+        };
+        let map_key = (key, value, unit);
+        if let Some(&i) = self.attribute_index.get(&map_key) {
+            return i;
+        }
+        let i = index(self.attributes.len());
+        let value = match &map_key.1 {
+            AttrValue::Str(s) => any_value::Value::StringValue(s.clone()),
+            AttrValue::Int(n) => any_value::Value::IntValue(*n),
+        };
+        self.attributes.push(otlp::KeyValueAndUnit {
+            key_strindex: key,
+            value: Some(AnyValue { value: Some(value) }),
+            unit_strindex: unit,
+        });
+        self.attribute_index.insert(map_key, i);
+        i
+    }
+
+    fn into_proto(self) -> otlp::ProfilesDictionary {
+        otlp::ProfilesDictionary {
+            mapping_table: self.mappings,
+            location_table: self.locations,
+            function_table: self.functions,
+            link_table: vec![otlp::Link::default()],
+            string_table: self.strings,
+            attribute_table: self.attributes,
+            stack_table: self.stacks,
+        }
+    }
+}
+
+/// The pprof's tables, looked up by id and index with errors instead of panics.
+struct Source<'a> {
+    p: &'a pprof::Profile,
+    functions: HashMap<u64, &'a pprof::Function>,
+    mappings: HashMap<u64, &'a pprof::Mapping>,
+    locations: HashMap<u64, &'a pprof::Location>,
+}
+
+impl<'a> Source<'a> {
+    fn new(p: &'a pprof::Profile) -> Self {
+        Source {
+            p,
+            functions: p.function.iter().map(|f| (f.id, f)).collect(),
+            mappings: p.mapping.iter().map(|m| (m.id, m)).collect(),
+            locations: p.location.iter().map(|l| (l.id, l)).collect(),
+        }
+    }
+
+    fn string(&self, i: i64) -> Result<&'a str, ConvertError> {
+        usize::try_from(i)
+            .ok()
+            .and_then(|u| self.p.string_table.get(u))
+            .map(String::as_str)
+            .ok_or(ConvertError::PprofIndex {
+                table: "string_table",
+                index: i,
+                len: self.p.string_table.len(),
+            })
+    }
+}
+
+/// Converts the pprof tables a sample refers to, memoized per pprof id.
+struct Translator<'a, 'd> {
+    src: Source<'a>,
+    dict: &'d mut Dictionary,
+    mappings: HashMap<u64, i32>,
+    functions: HashMap<u64, i32>,
+    locations: HashMap<u64, i32>,
+}
+
+impl Translator<'_, '_> {
+    fn mapping(&mut self, id: u64) -> Result<i32, ConvertError> {
+        if id == 0 {
+            return Ok(0);
+        }
+        if let Some(&i) = self.mappings.get(&id) {
+            return Ok(i);
+        }
+        let m = *self.src.mappings.get(&id).ok_or(ConvertError::PprofId {
+            table: "mapping",
+            id,
+        })?;
+        let filename = self.src.string(m.filename)?;
+        let build_id = self.src.string(m.build_id)?;
+        let filename_strindex = self.dict.string(filename);
+        let attribute_indices = if build_id.is_empty() {
+            Vec::new()
+        } else {
+            vec![
+                self.dict
+                    .attribute(BUILD_ID_ATTRIBUTE, AttrValue::Str(build_id.to_owned()), ""),
+            ]
+        };
+        let key = (
+            m.memory_start,
+            m.memory_limit,
+            m.file_offset,
+            filename_strindex,
+            attribute_indices.clone(),
+        );
+        let i = match self.dict.mapping_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = index(self.dict.mappings.len());
+                self.dict.mappings.push(otlp::Mapping {
+                    memory_start: m.memory_start,
+                    memory_limit: m.memory_limit,
+                    file_offset: m.file_offset,
+                    filename_strindex,
+                    attribute_indices,
+                });
+                self.dict.mapping_index.insert(key, i);
+                i
+            }
+        };
+        self.mappings.insert(id, i);
+        Ok(i)
+    }
+
+    fn function(&mut self, id: u64) -> Result<i32, ConvertError> {
+        if let Some(&i) = self.functions.get(&id) {
+            return Ok(i);
+        }
+        let f = *self.src.functions.get(&id).ok_or(ConvertError::PprofId {
+            table: "function",
+            id,
+        })?;
+        let key = (
+            self.dict.string(self.src.string(f.name)?),
+            self.dict.string(self.src.string(f.system_name)?),
+            self.dict.string(self.src.string(f.filename)?),
+            f.start_line,
+        );
+        let i = match self.dict.function_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = index(self.dict.functions.len());
+                self.dict.functions.push(otlp::Function {
+                    name_strindex: key.0,
+                    system_name_strindex: key.1,
+                    filename_strindex: key.2,
+                    start_line: key.3,
+                });
+                self.dict.function_index.insert(key, i);
+                i
+            }
+        };
+        self.functions.insert(id, i);
+        Ok(i)
+    }
+
+    fn location(&mut self, id: u64) -> Result<i32, ConvertError> {
+        if let Some(&i) = self.locations.get(&id) {
+            return Ok(i);
+        }
+        let l = *self.src.locations.get(&id).ok_or(ConvertError::PprofId {
+            table: "location",
+            id,
+        })?;
+        let mapping_index = self.mapping(l.mapping_id)?;
+        let mut lines = Vec::with_capacity(l.line.len());
+        for line in &l.line {
+            lines.push((self.function(line.function_id)?, line.line, line.column));
+        }
+        let key = (mapping_index, l.address, lines);
+        let i = match self.dict.location_index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = index(self.dict.locations.len());
+                self.dict.locations.push(otlp::Location {
+                    mapping_index,
+                    address: l.address,
+                    lines: key
+                        .2
+                        .iter()
+                        .map(|&(function_index, line, column)| otlp::Line {
+                            function_index,
+                            line,
+                            column,
+                        })
+                        .collect(),
+                    attribute_indices: Vec::new(),
+                });
+                self.dict.location_index.insert(key, i);
+                i
+            }
+        };
+        self.locations.insert(id, i);
+        Ok(i)
+    }
+
+    fn stack(&mut self, location_ids: &[u64]) -> Result<i32, ConvertError> {
+        let mut indices = Vec::with_capacity(location_ids.len());
+        for &id in location_ids {
+            indices.push(self.location(id)?);
+        }
+        if let Some(&i) = self.dict.stack_index.get(&indices) {
+            return Ok(i);
+        }
+        let i = index(self.dict.stacks.len());
+        self.dict.stacks.push(otlp::Stack {
+            location_indices: indices.clone(),
+        });
+        self.dict.stack_index.insert(indices, i);
+        Ok(i)
+    }
+
+    fn sample_attributes(&mut self, labels: &[pprof::Label]) -> Result<Vec<i32>, ConvertError> {
+        let mut out = Vec::with_capacity(labels.len());
+        for l in labels {
+            let key = self.src.string(l.key)?;
+            let i = if l.str != 0 {
+                let value = self.src.string(l.str)?.to_owned();
+                self.dict.attribute(key, AttrValue::Str(value), "")
+            } else {
+                let unit = self.src.string(l.num_unit)?;
+                self.dict.attribute(key, AttrValue::Int(l.num), unit)
+            };
+            out.push(i);
+        }
+        Ok(out)
+    }
+
+    fn value_type(
+        &mut self,
+        vt: Option<&pprof::ValueType>,
+    ) -> Result<otlp::ValueType, ConvertError> {
+        let Some(vt) = vt else {
+            return Ok(otlp::ValueType::default());
+        };
+        Ok(otlp::ValueType {
+            type_strindex: self.dict.string(self.src.string(vt.r#type)?),
+            unit_strindex: self.dict.string(self.src.string(vt.unit)?),
+        })
+    }
+}
+
+/// Builds one `ExportProfilesServiceRequest` from any number of pprofs.
+pub struct RequestBuilder {
+    dict: Dictionary,
+    resources: Vec<otlp::ResourceProfiles>,
+    scope: InstrumentationScope,
+}
+
+impl Default for RequestBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RequestBuilder {
+    pub fn new() -> Self {
+        RequestBuilder {
+            dict: Dictionary::new(),
+            resources: Vec::new(),
+            scope: InstrumentationScope {
+                name: SCOPE_NAME.to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                ..InstrumentationScope::default()
+            },
+        }
+    }
+
+    /// Number of pprofs added so far.
+    pub fn len(&self) -> usize {
+        self.resources.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.resources.is_empty()
+    }
+
+    /// Adds one decoded pprof with its series labels. On error nothing is added (the
+    /// dictionary may keep a few unused entries, which is harmless).
+    pub fn add(&mut self, labels: &[Label], p: &pprof::Profile) -> Result<(), ConvertError> {
+        let mut t = Translator {
+            src: Source::new(p),
+            dict: &mut self.dict,
+            mappings: HashMap::new(),
+            functions: HashMap::new(),
+            locations: HashMap::new(),
+        };
+        let period_type = t.value_type(p.period_type.as_ref())?;
+        let mut profiles: Vec<otlp::Profile> = Vec::with_capacity(p.sample_type.len());
+        for vt in &p.sample_type {
+            profiles.push(otlp::Profile {
+                sample_type: Some(t.value_type(Some(vt))?),
+                time_unix_nano: u64::try_from(p.time_nanos).unwrap_or(0),
+                duration_nano: u64::try_from(p.duration_nanos).unwrap_or(0),
+                period_type: Some(period_type),
+                period: p.period,
+                ..otlp::Profile::default()
+            });
+        }
+        for s in &p.sample {
+            if s.value.iter().all(|&v| v == 0) {
+                continue;
+            }
+            let stack_index = t.stack(&s.location_id)?;
+            let attribute_indices = t.sample_attributes(&s.label)?;
+            for (profile, &value) in profiles.iter_mut().zip(&s.value) {
+                if value != 0 {
+                    profile.samples.push(otlp::Sample {
+                        stack_index,
+                        attribute_indices: attribute_indices.clone(),
+                        values: vec![value],
+                        ..otlp::Sample::default()
+                    });
+                }
+            }
+        }
+        let ordinal = self.resources.len() as u64;
+        for (i, profile) in profiles.iter_mut().enumerate() {
+            profile.profile_id = profile_id(labels, p, ordinal, i);
+        }
+        self.resources.push(otlp::ResourceProfiles {
+            resource: Some(resource(labels)),
+            scope_profiles: vec![otlp::ScopeProfiles {
+                scope: Some(self.scope.clone()),
+                profiles,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        });
+        Ok(())
+    }
+
+    pub fn build(self) -> ExportProfilesServiceRequest {
+        ExportProfilesServiceRequest {
+            resource_profiles: self.resources,
+            dictionary: Some(self.dict.into_proto()),
+        }
+    }
+}
+
+/// Series labels as resource attributes.
+fn resource(labels: &[Label]) -> Resource {
+    let mut attributes: Vec<KeyValue> = labels
+        .iter()
+        .filter(|(name, _)| !name.starts_with("__"))
+        .map(|(name, value)| KeyValue {
+            key: if name == "service_name" {
+                SERVICE_NAME_ATTRIBUTE.to_owned()
+            } else {
+                name.clone()
+            },
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue(value.clone())),
+            }),
+            key_strindex: 0,
+        })
+        .collect();
+    attributes.sort_by(|a, b| a.key.cmp(&b.key));
+    Resource {
+        attributes,
+        ..Resource::default()
+    }
+}
+
+/// 16 bytes, never all zero (which the schema calls invalid), the same for the same input: a
+/// retried export carries the same ids, so a backend can deduplicate it.
+fn profile_id(labels: &[Label], p: &pprof::Profile, ordinal: u64, type_index: usize) -> Vec<u8> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for (n, v) in labels {
+        h.update(n.as_bytes());
+        h.update(&[0]);
+        h.update(v.as_bytes());
+        h.update(&[0]);
+    }
+    h.update(&p.time_nanos.to_le_bytes());
+    h.update(&(p.sample.len() as u64).to_le_bytes());
+    h.update(&ordinal.to_le_bytes());
+    h.update(&(type_index as u64).to_le_bytes());
+    let id = h.digest128().max(1);
+    id.to_be_bytes().to_vec()
+}
+
+// ---------------------------------------------------------------------------------------------
+// OTLP → pprof
+// ---------------------------------------------------------------------------------------------
+
+/// One OTLP profile as a pprof with a single sample type, and its resource's attributes as
+/// labels (`service.name` back to `service_name`).
+#[derive(Debug)]
+pub struct Converted {
+    pub labels: Vec<Label>,
+    pub profile: pprof::Profile,
+}
+
+fn get<'a, T>(table: &'static str, items: &'a [T], i: i64) -> Result<&'a T, ConvertError> {
+    usize::try_from(i)
+        .ok()
+        .and_then(|u| items.get(u))
+        .ok_or(ConvertError::OtlpIndex {
+            table,
+            index: i,
+            len: items.len(),
+        })
+}
+
+/// Rebuilds pprof string/function/mapping/location tables from the dictionary, on demand.
+struct Rebuild<'a> {
+    dict: &'a otlp::ProfilesDictionary,
+    p: pprof::Profile,
+    strings: HashMap<i32, i64>,
+    functions: HashMap<i32, u64>,
+    mappings: HashMap<i32, u64>,
+    locations: HashMap<i32, u64>,
+}
+
+impl<'a> Rebuild<'a> {
+    fn new(dict: &'a otlp::ProfilesDictionary) -> Self {
+        let mut r = Rebuild {
+            dict,
+            p: pprof::Profile {
+                string_table: vec![String::new()],
+                ..pprof::Profile::default()
+            },
+            strings: HashMap::new(),
+            functions: HashMap::new(),
+            mappings: HashMap::new(),
+            locations: HashMap::new(),
+        };
+        r.strings.insert(0, 0);
+        r
+    }
+
+    fn string(&mut self, i: i32) -> Result<i64, ConvertError> {
+        if let Some(&s) = self.strings.get(&i) {
+            return Ok(s);
+        }
+        let text = get("string_table", &self.dict.string_table, i64::from(i))?;
+        let s = self.p.string_table.len() as i64;
+        self.p.string_table.push(text.clone());
+        self.strings.insert(i, s);
+        Ok(s)
+    }
+
+    fn string_value(&mut self, text: &str) -> i64 {
+        let s = self.p.string_table.len() as i64;
+        self.p.string_table.push(text.to_owned());
+        s
+    }
+
+    fn function(&mut self, i: i32) -> Result<u64, ConvertError> {
+        if let Some(&id) = self.functions.get(&i) {
+            return Ok(id);
+        }
+        let f = get("function_table", &self.dict.function_table, i64::from(i))?;
+        let id = self.p.function.len() as u64 + 1;
+        let function = pprof::Function {
+            id,
+            name: self.string(f.name_strindex)?,
+            system_name: self.string(f.system_name_strindex)?,
+            filename: self.string(f.filename_strindex)?,
+            start_line: f.start_line,
+        };
+        self.p.function.push(function);
+        self.functions.insert(i, id);
+        Ok(id)
+    }
+
+    fn mapping(&mut self, i: i32) -> Result<u64, ConvertError> {
+        if i == 0 {
+            return Ok(0);
+        }
+        if let Some(&id) = self.mappings.get(&i) {
+            return Ok(id);
+        }
+        let m = get("mapping_table", &self.dict.mapping_table, i64::from(i))?;
+        let mut build_id = 0;
+        for &a in &m.attribute_indices {
+            let kv = get("attribute_table", &self.dict.attribute_table, i64::from(a))?;
+            let key = get(
+                "string_table",
+                &self.dict.string_table,
+                kv.key_strindex.into(),
+            )?;
+            if key == BUILD_ID_ATTRIBUTE
+                && let Some(text) = self.attribute_text(kv)?
+            {
+                build_id = self.string_value(&text);
+            }
+        }
+        let id = self.p.mapping.len() as u64 + 1;
+        let mapping = pprof::Mapping {
+            id,
+            memory_start: m.memory_start,
+            memory_limit: m.memory_limit,
+            file_offset: m.file_offset,
+            filename: self.string(m.filename_strindex)?,
+            build_id,
+            ..pprof::Mapping::default()
+        };
+        self.p.mapping.push(mapping);
+        self.mappings.insert(i, id);
+        Ok(id)
+    }
+
+    fn location(&mut self, i: i32) -> Result<u64, ConvertError> {
+        if let Some(&id) = self.locations.get(&i) {
+            return Ok(id);
+        }
+        let l = get("location_table", &self.dict.location_table, i64::from(i))?;
+        let mapping_id = self.mapping(l.mapping_index)?;
+        let mut line = Vec::with_capacity(l.lines.len());
+        for ln in &l.lines {
+            line.push(pprof::Line {
+                function_id: self.function(ln.function_index)?,
+                line: ln.line,
+                column: ln.column,
+            });
+        }
+        let id = self.p.location.len() as u64 + 1;
+        self.p.location.push(pprof::Location {
+            id,
+            mapping_id,
+            address: l.address,
+            line,
+            is_folded: false,
+        });
+        self.locations.insert(i, id);
+        Ok(id)
+    }
+
+    /// A string attribute's text (plain or through the string table); `None` for other kinds.
+    fn attribute_text(&self, kv: &otlp::KeyValueAndUnit) -> Result<Option<String>, ConvertError> {
+        Ok(match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+            Some(any_value::Value::StringValue(s)) => Some(s.clone()),
+            Some(any_value::Value::StringValueStrindex(i)) => {
+                Some(get("string_table", &self.dict.string_table, i64::from(*i))?.clone())
+            }
+            _ => None,
+        })
+    }
+
+    fn label(&mut self, a: i32) -> Result<Option<pprof::Label>, ConvertError> {
+        let kv = get("attribute_table", &self.dict.attribute_table, i64::from(a))?;
+        let key = self.string(kv.key_strindex)?;
+        if let Some(text) = self.attribute_text(kv)? {
+            let str = self.string_value(&text);
+            return Ok(Some(pprof::Label {
+                key,
+                str,
+                ..pprof::Label::default()
+            }));
+        }
+        let num = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+            Some(any_value::Value::IntValue(n)) => *n,
+            Some(any_value::Value::BoolValue(b)) => i64::from(*b),
+            // Doubles, bytes, arrays and maps have no pprof label form.
+            _ => return Ok(None),
+        };
+        Ok(Some(pprof::Label {
+            key,
+            num,
+            num_unit: self.string(kv.unit_strindex)?,
+            ..pprof::Label::default()
+        }))
+    }
+}
+
+fn resource_labels(resource: Option<&Resource>) -> Vec<Label> {
+    let mut labels: Vec<Label> = resource
+        .map(|r| r.attributes.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(
+            |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(any_value::Value::StringValue(s)) => Some((kv.key.clone(), s.clone())),
+                Some(any_value::Value::IntValue(n)) => Some((kv.key.clone(), n.to_string())),
+                _ => None,
+            },
+        )
+        .map(|(key, value)| {
+            let name = if key == SERVICE_NAME_ATTRIBUTE {
+                "service_name".to_owned()
+            } else {
+                key
+            };
+            (name, value)
+        })
+        .collect();
+    labels.sort();
+    labels
+}
+
+/// Every profile of the request as a single-type pprof.
+pub fn to_pprof(req: &ExportProfilesServiceRequest) -> Result<Vec<Converted>, ConvertError> {
+    let dict = req.dictionary.as_ref().ok_or(ConvertError::NoDictionary)?;
+    let mut out = Vec::new();
+    for rp in &req.resource_profiles {
+        let labels = resource_labels(rp.resource.as_ref());
+        for sp in &rp.scope_profiles {
+            for prof in &sp.profiles {
+                let profile = profile_to_pprof(dict, prof)?;
+                out.push(Converted {
+                    labels: labels.clone(),
+                    profile,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn profile_to_pprof(
+    dict: &otlp::ProfilesDictionary,
+    prof: &otlp::Profile,
+) -> Result<pprof::Profile, ConvertError> {
+    let mut r = Rebuild::new(dict);
+    let st = prof
+        .sample_type
+        .as_ref()
+        .ok_or(ConvertError::NoSampleType)?;
+    let sample_type = pprof::ValueType {
+        r#type: r.string(st.type_strindex)?,
+        unit: r.string(st.unit_strindex)?,
+    };
+    let period_type = match &prof.period_type {
+        Some(pt) => Some(pprof::ValueType {
+            r#type: r.string(pt.type_strindex)?,
+            unit: r.string(pt.unit_strindex)?,
+        }),
+        None => None,
+    };
+    let mut samples = Vec::with_capacity(prof.samples.len());
+    for s in &prof.samples {
+        // Values only, or one value per timestamp; timestamps alone count one each.
+        let value: i64 = match (s.values.len(), s.timestamps_unix_nano.len()) {
+            (_, 0) => s.values.iter().sum(),
+            (0, n) => n as i64,
+            (v, t) if v == t => s.values.iter().sum(),
+            (got, timestamps) => return Err(ConvertError::SampleShape { got, timestamps }),
+        };
+        let stack = get("stack_table", &dict.stack_table, i64::from(s.stack_index))?;
+        let mut location_id = Vec::with_capacity(stack.location_indices.len());
+        for &l in &stack.location_indices {
+            location_id.push(r.location(l)?);
+        }
+        let mut label = Vec::with_capacity(s.attribute_indices.len());
+        for &a in &s.attribute_indices {
+            if let Some(l) = r.label(a)? {
+                label.push(l);
+            }
+        }
+        samples.push(pprof::Sample {
+            location_id,
+            value: vec![value],
+            label,
+        });
+    }
+    let mut p = r.p;
+    p.sample_type = vec![sample_type];
+    p.sample = samples;
+    p.period_type = period_type;
+    p.period = prof.period;
+    p.time_nanos = i64::try_from(prof.time_unix_nano).unwrap_or(i64::MAX);
+    p.duration_nanos = i64::try_from(prof.duration_nano).unwrap_or(i64::MAX);
+    Ok(p)
+}
+
+#[cfg(test)]
+#[path = "convert_tests.rs"]
+mod tests;
