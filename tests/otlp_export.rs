@@ -283,3 +283,38 @@ async fn with_retries_disabled_a_failed_export_is_dropped_at_once() {
     assert_eq!(rx.count(), 0);
     exporter.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_a_client_certificate_and_a_server_name_override() {
+    use support::pyroscope_receiver::{TestCa, tls_server_config};
+    let ca = TestCa::new("otlp test CA");
+    let server = ca.issue(&["otlp.internal"]);
+    let client_ca = TestCa::new("otlp client CA");
+    let client = client_ca.issue(&["scraper"]);
+    let rx = PyroscopeReceiver::start_tls(tls_server_config(&server, Some(&client_ca))).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path.display().to_string()
+    };
+    let (ca_file, cert_file, key_file) = (
+        write("ca.pem", &ca.cert_pem),
+        write("client.pem", &client.cert_pem),
+        write("client-key.pem", &client.key_pem),
+    );
+    // The certificate names otlp.internal; the URL says localhost.
+    let body = format!(
+        "client {{\n  endpoint = \"{}\"\n  tls {{\n    ca_file = \"{ca_file}\"\n    cert_file = \"{cert_file}\"\n    key_file = \"{key_file}\"\n    server_name_override = \"otlp.internal\"\n  }}\n}}\n",
+        rx.url()
+    );
+    let exporter = Exporter::start(&body);
+    let (raw, p) = fixture("goapp-heap-1.pb.gz");
+    exporter.receiver.append(vec![profile(&raw, "tls", 0)]);
+    assert!(
+        rx.wait_for(p.sample_type.len(), WAIT).await,
+        "nothing arrived over TLS ({} requests)",
+        rx.request_count()
+    );
+    exporter.stop().await;
+}
