@@ -11,7 +11,9 @@
 # compiled from source by libfuzzer-sys, which needs a C++ compiler (g++). The first build
 # compiles the whole dependency tree instrumented (~10 minutes on 2 cores); later runs reuse it.
 #
-# Extra libFuzzer options go in FUZZ_ARGS (e.g. "-fork=2 -ignore_crashes=1" for long runs).
+# Extra libFuzzer options go in FUZZ_ARGS (e.g. "-fork=2 -ignore_crashes=1" for long runs);
+# extra cargo-fuzz options in FUZZ_CARGO_ARGS (e.g. "--no-trace-compares": comparison tracing
+# takes most of the time of the regex-heavy targets, see fuzz/README.md).
 # FUZZ_SANITIZER=none builds without AddressSanitizer, 2-4x faster: what the long runs use, since
 # the fuzzed code has no unsafe of its own (panics, overflow checks, timeouts and the RSS limit
 # still stop the run). It builds into a separate target directory so the ASan build stays.
@@ -57,7 +59,7 @@ for target in "${targets[@]}"; do
   # -O: optimized (with debug assertions, -a, so integer overflow also crashes).
   # Inputs up to 16 KiB cover the real seeds; 2 GiB RSS flags unbounded allocation.
   # shellcheck disable=SC2086
-  cargo fuzz run -O -a -s "$sanitizer" "$target" "${corpora[@]}" -- \
+  cargo fuzz run -O -a -s "$sanitizer" ${FUZZ_CARGO_ARGS:-} "$target" "${corpora[@]}" -- \
     -max_total_time="$seconds" -max_len=16384 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     ${FUZZ_ARGS:-}
 done
