@@ -286,23 +286,8 @@ async fn with_retries_disabled_a_failed_export_is_dropped_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_a_client_certificate_and_a_server_name_override() {
-    use support::pyroscope_receiver::{TestCa, tls_server_config};
-    let ca = TestCa::new("otlp test CA");
-    let server = ca.issue(&["otlp.internal"]);
-    let client_ca = TestCa::new("otlp client CA");
-    let client = client_ca.issue(&["scraper"]);
-    let rx = PyroscopeReceiver::start_tls(tls_server_config(&server, Some(&client_ca))).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let write = |name: &str, text: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).expect("write");
-        path.display().to_string()
-    };
-    let (ca_file, cert_file, key_file) = (
-        write("ca.pem", &ca.cert_pem),
-        write("client.pem", &client.cert_pem),
-        write("client-key.pem", &client.key_pem),
-    );
+    let tls = support::pyroscope_receiver::MutualTls::start(&["otlp.internal"]).await;
+    let (rx, ca_file, cert_file, key_file) = (&tls.rx, &tls.ca_file, &tls.cert_file, &tls.key_file);
     // The certificate names otlp.internal; the URL says localhost.
     let body = format!(
         "client {{\n  endpoint = \"{}\"\n  tls {{\n    ca_file = \"{ca_file}\"\n    cert_file = \"{cert_file}\"\n    key_file = \"{key_file}\"\n    server_name_override = \"otlp.internal\"\n  }}\n}}\n",

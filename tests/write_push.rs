@@ -8,8 +8,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use scraper::profiles::Profile;
 use support::pyroscope_receiver::{
-    Fault, PyroscopeReceiver, TOKEN, TOKEN_PATH, TestCa, Writer, numbered, numbered_profile,
-    tls_server_config,
+    Fault, MutualTls, PyroscopeReceiver, TOKEN, TOKEN_PATH, TestCa, Writer, numbered,
+    numbered_profile, tls_server_config,
 };
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -232,21 +232,8 @@ endpoint {{
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_a_test_ca_and_client_certificates() {
-    let ca = TestCa::new("scraper test CA");
-    let server = ca.issue(&["localhost"]);
-    let client_ca = TestCa::new("client CA");
-    let client = client_ca.issue(&["scraper"]);
-    let rx = PyroscopeReceiver::start_tls(tls_server_config(&server, Some(&client_ca))).await;
-
-    let dir = tempfile::tempdir().expect("tempdir");
-    let write = |name: &str, text: &str| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).expect("write");
-        p.display().to_string()
-    };
-    let ca_file = write("ca.pem", &ca.cert_pem);
-    let cert_file = write("client.pem", &client.cert_pem);
-    let key_file = write("client.key", &client.key_pem);
+    let tls = MutualTls::start(&["localhost"]).await;
+    let (rx, ca_file, cert_file, key_file) = (&tls.rx, &tls.ca_file, &tls.cert_file, &tls.key_file);
 
     let w = Writer::start(&format!(
         r#"
@@ -270,9 +257,9 @@ endpoint {{
     let w = Writer::start(&format!(
         "endpoint {{\n  url = \"{url}\"\n  tls_config {{\n    ca_pem = `{ca}`\n    cert_pem = `{cert}`\n    key_pem = `{key}`\n    min_version = \"TLS13\"\n  }}\n}}\n",
         url = rx.url(),
-        ca = ca.cert_pem,
-        cert = client.cert_pem,
-        key = client.key_pem,
+        ca = tls.ca_pem,
+        cert = tls.cert_pem,
+        key = tls.key_pem,
     ));
     w.append(vec![numbered_profile("tls", 2)]);
     assert!(rx.wait_for(2, WAIT).await);

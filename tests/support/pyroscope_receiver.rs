@@ -618,6 +618,47 @@ impl TestCa {
     }
 }
 
+/// A receiver requiring client certificates, with the client's side written to files: the
+/// CA that signed the server's certificate (for `server_names`), and a client certificate and
+/// key from a second CA the server trusts. The files live as long as the returned value.
+pub struct MutualTls {
+    pub rx: PyroscopeReceiver,
+    /// The same material as PEM text.
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub ca_file: String,
+    pub cert_file: String,
+    pub key_file: String,
+    _dir: tempfile::TempDir,
+}
+
+impl MutualTls {
+    pub async fn start(server_names: &[&str]) -> MutualTls {
+        let ca = TestCa::new("scraper test CA");
+        let server = ca.issue(server_names);
+        let client_ca = TestCa::new("client CA");
+        let client = client_ca.issue(&["scraper"]);
+        let rx = PyroscopeReceiver::start_tls(tls_server_config(&server, Some(&client_ca))).await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).expect("write");
+            p.display().to_string()
+        };
+        MutualTls {
+            rx,
+            ca_file: write("ca.pem", &ca.cert_pem),
+            ca_pem: ca.cert_pem.clone(),
+            cert_pem: client.cert_pem.clone(),
+            key_pem: client.key_pem.clone(),
+            cert_file: write("client.pem", &client.cert_pem),
+            key_file: write("client.key", &client.key_pem),
+            _dir: dir,
+        }
+    }
+}
+
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
