@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use prost::Message as _;
-use scrape_support::{Scraper, eventually, free_port};
+use scrape_support::{Scraper, eventually, free_port, metric};
 use scraper::pprof::proto::Profile as Pprof;
 use scraper::write::proto::push::v1::{PushRequest, RawProfileSeries, RawSample};
 use scraper::write::proto::types::v1::LabelPair;
@@ -59,11 +59,15 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
+    setup_with_env(&[]).await
+}
+
+async fn setup_with_env(env: &[(&str, &str)]) -> Setup {
     let rx = PyroscopeReceiver::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("store");
     let port = free_port();
-    let scraper = Scraper::start(|_| config(port, &rx.url(), &store)).await;
+    let scraper = Scraper::start_with_env(|_| config(port, &rx.url(), &store), env).await;
     let base = format!("http://127.0.0.1:{port}");
     let up = eventually(Duration::from_secs(10), || {
         let url = format!("{base}/ingest");
@@ -401,6 +405,80 @@ async fn our_client_push_and_ingest() {
 
 /// The venv's python for `name` (`pyroscope-sdk`, `pyroscope-sdk-legacy`), or `None` with the
 /// reason printed (a failure under `SCRAPER_REQUIRE_SDK=1`).
+/// Under `--memory.limit`, a request whose conversion would not fit is refused with 429
+/// (`resource_exhausted`: the client keeps its profiles and retries), counted as shed, and
+/// the requests that fit still go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_memory_budget_requests_are_refused_with_429_and_counted() {
+    let s = setup_with_env(&[("SCRAPER_MEMORY_LIMIT", "64MiB")]).await;
+    let base = &s.base;
+    // Both need more than 90 % of 64 MiB whatever the process's RSS: a gzip pprof declaring
+    // 8 MiB uncompressed (x12 to decode) and a gzip Push body declaring 40 MiB (x2 to unpack).
+    let zeros = |n: usize| scraper::pprof::gzip(&vec![0u8; n], 9);
+    let (status, body) = post(
+        format!("{base}/ingest?name=big-app&format=pprof"),
+        &[("content-type", "binary/octet-stream")],
+        zeros(8 << 20),
+    )
+    .await;
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("resource_exhausted"), "{body}");
+    assert!(body.contains("memory budget"), "{body}");
+    let (status, body) = post(
+        format!("{base}/push.v1.PusherService/Push"),
+        &[
+            ("content-type", "application/proto"),
+            ("content-encoding", "gzip"),
+        ],
+        zeros(40 << 20),
+    )
+    .await;
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("resource_exhausted"), "{body}");
+
+    // A small profile needs far less than the tenth of the budget that is always left.
+    let (status, body) = post(
+        format!("{base}/ingest?name=small-app&format=pprof"),
+        &[("content-type", "binary/octet-stream")],
+        cpu_pprof("small.fn", &[]),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let arrived = eventually(Duration::from_secs(10), || async {
+        !with_service(&s.rx.received(), "small-app").is_empty()
+    })
+    .await;
+    assert!(
+        arrived,
+        "the small profile was not forwarded:\n{}",
+        s.scraper.logs()
+    );
+    assert!(with_service(&s.rx.received(), "big-app").is_empty());
+
+    let m = s.scraper.metrics().await;
+    let shed = metric(
+        &m,
+        "scraper_memory_shed_total",
+        &[("use", "receive"), ("priority", "normal")],
+    );
+    assert_eq!(shed, Some(2.0), "{m}");
+    let refused = |route| {
+        metric(
+            &m,
+            "pyroscope_receive_http_requests_total",
+            &[("route", route), ("status_code", "429")],
+        )
+    };
+    assert_eq!(
+        (refused("ingest"), refused("push")),
+        (Some(1.0), Some(1.0)),
+        "{m}"
+    );
+    // Nothing stays reserved once the requests are answered.
+    let held = metric(&m, "scraper_memory_accounted_bytes", &[("use", "receive")]);
+    assert_eq!(held, Some(0.0), "{m}");
+}
+
 fn sdk_python(name: &str) -> Option<PathBuf> {
     support::tools::venv_python(
         name,

@@ -68,7 +68,7 @@ impl BudgetMetrics {
             );
             r.register(
                 "scraper_memory_shed",
-                "Work given up for lack of memory budget: scrapes skipped, delta states dropped, queued profiles evicted.",
+                "Work given up for lack of memory budget: scrapes skipped, delta states dropped, queued profiles evicted, received requests refused.",
                 m.shed.clone(),
             );
             for u in Use::ALL {

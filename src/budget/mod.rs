@@ -2,9 +2,9 @@
 //!
 //! Memory that grows with load is accounted here before it is taken: scraped bodies while
 //! they download, the working memory of decoding and subtracting a profile, the delta state
-//! each cumulative series keeps, and what waits in the write and store queues. Each of those is
-//! a [`Reservation`] that gives its bytes back when dropped, so the accounted total is always
-//! what is live.
+//! each cumulative series keeps, what waits in the write and store queues, and the request
+//! bodies `pyroscope.receive_http` converts. Each of those is a [`Reservation`] that gives its
+//! bytes back when dropped, so the accounted total is always what is live.
 //!
 //! The policy when the budget is short (docs/PERFORMANCE.md, "Memory budget"):
 //!
@@ -20,7 +20,9 @@
 //!   accounted memory exceeds the whole budget; that loop's next scrape is a new baseline.
 //!   Queues drop their oldest profile to make room, counted like any other drop. A profile
 //!   that must be decoded to fit a backend's limits is dropped (counted) when its decoding has
-//!   no room. Idle decoders are kept only while their buffers fit (low priority).
+//!   no room. Idle decoders are kept only while their buffers fit (low priority). A request to
+//!   `pyroscope.receive_http` whose conversion has no room (normal priority) is answered
+//!   429 (`resource_exhausted`) and counted: the client keeps the profiles and retries.
 //! * Memory the accounting cannot see (connections, tasks, discovery, the allocator's slack) is
 //!   measured: a sampler reads the process's RSS and takes what RSS exceeds the accounted
 //!   total off the budget, so the whole process, not only the accounted part, stays within
@@ -55,16 +57,19 @@ pub enum Use {
     ProcessingPool,
     /// Profiles being decoded to check and trim them to a backend's limits.
     WriteTrim,
+    /// Request bodies `pyroscope.receive_http` is converting to profiles.
+    Receive,
 }
 
 impl Use {
-    pub const ALL: [Use; 6] = [
+    pub const ALL: [Use; 7] = [
         Use::Scrape,
         Use::DeltaState,
         Use::WriteQueue,
         Use::StoreQueue,
         Use::ProcessingPool,
         Use::WriteTrim,
+        Use::Receive,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -75,6 +80,7 @@ impl Use {
             Use::StoreQueue => "store_queue",
             Use::ProcessingPool => "processing_pool",
             Use::WriteTrim => "write_trim",
+            Use::Receive => "receive",
         }
     }
 
@@ -125,7 +131,7 @@ struct Inner {
     limit: u64,
     /// Accounted bytes.
     used: AtomicU64,
-    by_use: [AtomicU64; 6],
+    by_use: [AtomicU64; Use::ALL.len()],
     /// RSS beyond the accounted bytes at the last sample: memory the accounting cannot see.
     unaccounted: AtomicU64,
     metrics: OnceLock<Arc<BudgetMetrics>>,

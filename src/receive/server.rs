@@ -35,8 +35,15 @@ use super::convert::Converted;
 use super::ingest::{self, IngestRequest};
 use super::metrics::InstanceMetrics;
 use super::push::{self, Codec};
+use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::pprof::{self, Limits, PprofError};
 use crate::profiles::{Appendable as _, FanOut, Profile};
+
+/// Converting an `/ingest` body takes up to this many times its uncompressed size: the pprof is
+/// decoded (its vectors), then converted to copies per sample type.
+const INGEST_MEMORY_FACTOR: u64 = 12;
+/// A Push body is only unpacked: the uncompressed message and the raw profiles taken from it.
+const PUSH_MEMORY_FACTOR: u64 = 2;
 
 pub const INGEST_PATH: &str = "/ingest";
 pub const PUSH_PATH: &str = "/push.v1.PusherService/Push";
@@ -291,6 +298,27 @@ impl RouteState {
         );
         json_error(status, code, message)
     }
+
+    /// Reserves the memory converting `body` takes (`factor` times its uncompressed size, as
+    /// the sender declares it, within the body size limit). When the memory budget has no room
+    /// it is counted as shed and the error says why; the request is refused with 429, for the
+    /// client to retry later.
+    fn reserve_conversion(&self, body: &Bytes, factor: u64) -> Result<Reservation, String> {
+        let size = body.len() as u64;
+        let uncompressed =
+            (pprof::codec::declared_size(body) as u64).min(self.shared.limit().max(size));
+        let need = size.saturating_add(uncompressed.saturating_mul(factor));
+        let budget = Budget::global();
+        budget
+            .try_reserve(Use::Receive, Priority::Normal, need)
+            .ok_or_else(|| {
+                budget.count_shed(Use::Receive, Priority::Normal);
+                format!(
+                    "the memory budget (--memory.limit) has no room to convert this request \
+                     ({need} bytes); retry later"
+                )
+            })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,6 +350,10 @@ async fn handle_ingest(State(st): State<RouteState>, req: Request) -> Response {
             let status = body_error_status(&e, true);
             return st.reject(ROUTE, status, http_to_code(status), &e.to_string());
         }
+    };
+    let _memory = match st.reserve_conversion(&body, INGEST_MEMORY_FACTOR) {
+        Ok(m) => m,
+        Err(e) => return st.reject(ROUTE, 429, "resource_exhausted", &e),
     };
     let query = parts.uri.query().unwrap_or("").to_string();
     let content_type = header_str(&parts.headers, header::CONTENT_TYPE).to_string();
@@ -397,6 +429,10 @@ async fn handle_push(State(st): State<RouteState>, req: Request) -> Response {
             };
             return st.reject(ROUTE, status, code, &e.to_string());
         }
+    };
+    let _memory = match st.reserve_conversion(&body, PUSH_MEMORY_FACTOR) {
+        Ok(m) => m,
+        Err(e) => return st.reject(ROUTE, 429, "resource_exhausted", &e),
     };
     let _slot = st.shared.converters.acquire().await;
     let converted = tokio::task::spawn_blocking(move || {
