@@ -9,6 +9,7 @@ pub mod debug;
 pub mod diff;
 pub mod discovery;
 pub mod ebpf;
+pub mod html;
 pub mod httpclient;
 pub mod otlp;
 pub mod pprof;

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::table::trim_float;
 use super::units::{format_change, format_rate, format_value};
 use super::{Node, Report, Row, Summary};
+use crate::html::escape as esc;
 
 const CSS: &str = include_str!("assets/diff.css");
 const JS: &str = include_str!("assets/diff.js");
@@ -195,19 +196,4 @@ fn change_cell(pct: Option<f64>, before: f64, after: f64) -> String {
         "<td class=\"{class}\">{}</td>",
         esc(&format_change(pct, after))
     )
-}
-
-pub(super) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }

@@ -3,10 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::html::esc;
 use super::table::{shorten, trim_float};
 use super::units::{format_rate, format_value};
 use super::{Node, Report, Summary};
+use crate::html::escape as esc;
 
 const WIDTH: f64 = 1200.0;
 const MARGIN: f64 = 10.0;

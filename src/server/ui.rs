@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::response::Html;
 
 use super::AppState;
+use crate::html::escape;
 use crate::runtime::ComponentInfo;
 
 pub(super) async fn index(State(state): State<AppState>) -> Html<String> {
@@ -67,38 +68,11 @@ fn links(ids: &[String]) -> String {
         .join("<br>")
 }
 
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::runtime::HealthState;
     use crate::runtime::info::HealthInfo;
-
-    #[test]
-    fn escapes() {
-        let cases = [
-            ("plain", "plain"),
-            ("<script>", "&lt;script&gt;"),
-            (r#"a "b" & 'c'"#, "a &quot;b&quot; &amp; &#39;c&#39;"),
-        ];
-        for (input, want) in cases {
-            assert_eq!(escape(input), want);
-        }
-    }
 
     #[test]
     fn renders_rows_with_escaped_messages() {
