@@ -540,19 +540,29 @@ impl Drop for Conn {
     }
 }
 
-/// Polls `timer` (armed on first use) after `io` returned pending.
-fn expired(
-    timer: &mut Option<Pin<Box<Sleep>>>,
+/// `poll`, an I/O operation's result, unless it has been pending for longer than `after`
+/// (`deadline` is armed the first time it is pending, disarmed once it is ready): then a
+/// `TimedOut` error saying `why`.
+fn within<T>(
+    poll: Poll<io::Result<T>>,
+    deadline: &mut Option<Pin<Box<Sleep>>>,
     after: Option<Duration>,
     cx: &mut Context<'_>,
-) -> bool {
-    let Some(after) = after else { return false };
-    let sleep = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(after)));
-    if sleep.as_mut().poll(cx).is_ready() {
-        *timer = None;
-        return true;
+    why: &'static str,
+) -> Poll<io::Result<T>> {
+    if poll.is_ready() {
+        *deadline = None;
+        return poll;
     }
-    false
+    let Some(after) = after else {
+        return Poll::Pending;
+    };
+    let sleep = deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep(after)));
+    if sleep.as_mut().poll(cx).is_pending() {
+        return Poll::Pending;
+    }
+    *deadline = None;
+    Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, why)))
 }
 
 impl AsyncRead for Conn {
@@ -562,19 +572,14 @@ impl AsyncRead for Conn {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.io).poll_read(cx, buf) {
-            Poll::Ready(r) => {
-                this.read_deadline = None;
-                Poll::Ready(r)
-            }
-            Poll::Pending if expired(&mut this.read_deadline, this.idle_timeout, cx) => {
-                Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "connection idle for longer than server_idle_timeout",
-                )))
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        let poll = Pin::new(&mut this.io).poll_read(cx, buf);
+        within(
+            poll,
+            &mut this.read_deadline,
+            this.idle_timeout,
+            cx,
+            "connection idle for longer than server_idle_timeout",
+        )
     }
 }
 
@@ -585,19 +590,14 @@ impl AsyncWrite for Conn {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.io).poll_write(cx, buf) {
-            Poll::Ready(r) => {
-                this.write_deadline = None;
-                Poll::Ready(r)
-            }
-            Poll::Pending if expired(&mut this.write_deadline, this.write_timeout, cx) => {
-                Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "write blocked for longer than server_write_timeout",
-                )))
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        let poll = Pin::new(&mut this.io).poll_write(cx, buf);
+        within(
+            poll,
+            &mut this.write_deadline,
+            this.write_timeout,
+            cx,
+            "write blocked for longer than server_write_timeout",
+        )
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -780,5 +780,59 @@ mod tests {
         assert_eq!(http_to_code(413), "invalid_argument");
         assert_eq!(http_to_code(422), "unknown");
         assert_eq!(http_to_code(415), "unknown");
+    }
+
+    /// What `within` returns when polled once, rather than waiting on it.
+    async fn within_once(
+        poll: Poll<io::Result<usize>>,
+        deadline: &mut Option<Pin<Box<Sleep>>>,
+        after: Option<Duration>,
+    ) -> Poll<io::Result<usize>> {
+        let mut poll = Some(poll);
+        std::future::poll_fn(|cx| {
+            let poll = poll.take().unwrap_or(Poll::Pending);
+            Poll::Ready(within(poll, deadline, after, cx, "stuck"))
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn io_pending_past_its_deadline_times_out() {
+        let after = Some(Duration::from_millis(20));
+        let mut deadline = None;
+        // Without a timeout, pending stays pending and nothing is armed.
+        assert!(
+            within_once(Poll::Pending, &mut deadline, None)
+                .await
+                .is_pending()
+        );
+        assert!(deadline.is_none());
+        // Pending arms the deadline; ready disarms it and passes the result through.
+        assert!(
+            within_once(Poll::Pending, &mut deadline, after)
+                .await
+                .is_pending()
+        );
+        assert!(deadline.is_some());
+        assert!(matches!(
+            within_once(Poll::Ready(Ok(5)), &mut deadline, after).await,
+            Poll::Ready(Ok(5))
+        ));
+        assert!(deadline.is_none());
+
+        // An operation that never completes fails once the deadline passes, with the reason.
+        let mut deadline = None;
+        let wait = std::future::poll_fn(|cx| {
+            within::<()>(Poll::Pending, &mut deadline, after, cx, "stuck")
+        });
+        let err = tokio::time::timeout(Duration::from_secs(10), wait)
+            .await
+            .expect("the deadline fires")
+            .expect_err("timed out");
+        assert_eq!(
+            (err.kind(), err.to_string()),
+            (io::ErrorKind::TimedOut, "stuck".into())
+        );
+        assert!(deadline.is_none(), "disarmed after firing");
     }
 }
