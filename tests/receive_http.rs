@@ -454,6 +454,17 @@ async fn over_the_memory_budget_requests_are_refused_with_429_and_counted() {
         s.scraper.logs()
     );
     assert!(with_service(&s.rx.received(), "big-app").is_empty());
+    // One warning when refusing starts, one line when it ends.
+    let logs = s.scraper.logs();
+    let count = |line: &str| logs.matches(line).count();
+    assert_eq!(
+        (
+            count("requests refused with 429: the memory budget is full"),
+            count("requests accepted again: the memory budget has room"),
+        ),
+        (1, 1),
+        "{logs}"
+    );
 
     let m = s.scraper.metrics().await;
     let shed = metric(

@@ -62,7 +62,7 @@ mod server;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -141,6 +141,7 @@ impl Component for ReceiveHttp {
             metrics,
             profiles_forwarded: AtomicU64::new(0),
             requests_rejected: AtomicU64::new(0),
+            shedding: AtomicBool::new(false),
         });
         Ok(ReceiveHttp {
             shared,

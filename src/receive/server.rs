@@ -11,7 +11,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -62,6 +62,9 @@ pub(crate) struct Shared {
     pub(crate) metrics: InstanceMetrics,
     pub(crate) profiles_forwarded: AtomicU64,
     pub(crate) requests_rejected: AtomicU64,
+    /// Whether the last request's conversion found no room in the memory budget (logs the
+    /// start and end of refusing once each).
+    pub(crate) shedding: AtomicBool,
 }
 
 /// How many body bytes all requests together may hold while they are read and converted:
@@ -309,15 +312,30 @@ impl RouteState {
             (pprof::codec::declared_size(body) as u64).min(self.shared.limit().max(size));
         let need = size.saturating_add(uncompressed.saturating_mul(factor));
         let budget = Budget::global();
-        budget
-            .try_reserve(Use::Receive, Priority::Normal, need)
-            .ok_or_else(|| {
-                budget.count_shed(Use::Receive, Priority::Normal);
-                format!(
-                    "the memory budget (--memory.limit) has no room to convert this request \
-                     ({need} bytes); retry later"
-                )
-            })
+        let shedding = &self.shared.shedding;
+        let Some(reservation) = budget.try_reserve(Use::Receive, Priority::Normal, need) else {
+            budget.count_shed(Use::Receive, Priority::Normal);
+            if !shedding.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    component_id = %self.shared.id,
+                    need,
+                    used = budget.used(),
+                    limit = budget.limit(),
+                    "requests refused with 429: the memory budget is full"
+                );
+            }
+            return Err(format!(
+                "the memory budget (--memory.limit) has no room to convert this request \
+                 ({need} bytes); retry later"
+            ));
+        };
+        if shedding.swap(false, Ordering::Relaxed) {
+            tracing::info!(
+                component_id = %self.shared.id,
+                "requests accepted again: the memory budget has room"
+            );
+        }
+        Ok(reservation)
     }
 }
 
