@@ -22,102 +22,37 @@ use std::time::Duration;
 
 use scrape_support::{BIN, Proc, Scraper, decode, have_go};
 use serde_json::json;
+use support::ebpf::{self, bpf_required, compile, need_root, open_dir, rustc, spawn};
 use support::fake_kube::FakeKube;
-use support::go::repo;
 use support::pyroscope_receiver::{PyroscopeReceiver, Received};
 
-fn bpf_required() -> bool {
-    std::env::var("SCRAPER_REQUIRE_BPF").is_ok_and(|v| v == "1")
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Whether this test may run; prints why not (and fails when BPF is required).
-fn need_root(what: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    assert!(
-        !bpf_required(),
-        "SCRAPER_REQUIRE_BPF=1 but not root: {what} needs root"
-    );
-    eprintln!("skipped: {what} needs root (CI runs as root with SCRAPER_REQUIRE_BPF=1)");
-    false
-}
-
-fn run(cmd: &mut Command) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A world-readable temp dir (the fallback test runs programs as another user).
-fn open_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    dir
-}
-
 fn build_c(dir: &Path) -> PathBuf {
-    let bin = dir.join("busy_c");
-    run(Command::new("gcc")
-        .args(["-O2", "-fno-omit-frame-pointer", "-o"])
-        .arg(&bin)
-        .arg(repo().join("tests/ebpf/busy.c")));
-    bin
+    compile(
+        "gcc",
+        &["-O2", "-fno-omit-frame-pointer"],
+        "tests/ebpf/busy.c",
+        dir,
+        "busy_c",
+    )
 }
 
 fn build_rust(dir: &Path) -> PathBuf {
-    let bin = dir.join("busy_rs");
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    run(Command::new(rustc)
-        .args(["-O", "-C", "force-frame-pointers=yes", "-o"])
-        .arg(&bin)
-        .arg(repo().join("tests/ebpf/busy.rs")));
-    bin
+    compile(
+        &rustc(),
+        &["-O", "-C", "force-frame-pointers=yes"],
+        "tests/ebpf/busy.rs",
+        dir,
+        "busy_rs",
+    )
 }
 
 fn build_go(dir: &Path, stripped: bool) -> PathBuf {
-    let bin = dir.join(if stripped {
+    let name = if stripped {
         "busy_go_stripped"
     } else {
         "busy_go"
-    });
-    let mut cmd = Command::new("go");
-    cmd.arg("build");
-    if stripped {
-        cmd.arg("-ldflags=-s -w");
-    }
-    run(cmd
-        .arg("-o")
-        .arg(&bin)
-        .arg(repo().join("tests/go/busyloop/main.go"))
-        .env("GO111MODULE", "off")
-        .env("GOPATH", dir.join("gopath"))
-        .env("GOFLAGS", ""));
-    bin
-}
-
-fn spawn(wrapper: &[&str], bin: &Path) -> Proc {
-    let mut cmd = match wrapper.split_first() {
-        Some((first, rest)) => {
-            let mut c = Command::new(first);
-            c.args(rest).arg(bin);
-            c
-        }
-        None => Command::new(bin),
     };
-    let child = cmd
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
-    Proc { child }
+    ebpf::build_go("tests/go/busyloop/main.go", dir, name, stripped)
 }
 
 /// Self samples per leaf function over all `profiles`, and their total.

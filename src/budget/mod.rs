@@ -59,10 +59,12 @@ pub enum Use {
     WriteTrim,
     /// Request bodies `pyroscope.receive_http` is converting to profiles.
     Receive,
+    /// `pyroscope.ebpf`'s unwind tables (call-frame information of the sampled binaries).
+    Ebpf,
 }
 
 impl Use {
-    pub const ALL: [Use; 7] = [
+    pub const ALL: [Use; 8] = [
         Use::Scrape,
         Use::DeltaState,
         Use::WriteQueue,
@@ -70,6 +72,7 @@ impl Use {
         Use::ProcessingPool,
         Use::WriteTrim,
         Use::Receive,
+        Use::Ebpf,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -81,6 +84,7 @@ impl Use {
             Use::ProcessingPool => "processing_pool",
             Use::WriteTrim => "write_trim",
             Use::Receive => "receive",
+            Use::Ebpf => "ebpf",
         }
     }
 

@@ -12,7 +12,7 @@ use aya::programs::PerfEvent;
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
 use aya::{Ebpf, EbpfLoader};
 
-use super::sample::{RawSample, Sampler, SamplerError};
+use super::sample::{RawSample, Sampler, SamplerError, UserRegs};
 
 /// The compiled program (see `bpf/build.sh`).
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../bpf/profile.bpf.o");
@@ -22,10 +22,21 @@ const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 
 /// `MAX_FRAMES` in profile.bpf.c.
 const MAX_FRAMES: usize = 127;
-/// `sizeof(struct record)` in profile.bpf.c: four u32, comm, two frame arrays.
-const RECORD_SIZE: usize = 16 + 16 + 2 * MAX_FRAMES * 8;
+/// `STACK_MAX` in profile.bpf.c: the most user stack one record carries.
+pub const STACK_MAX: u32 = 32 * 1024;
+/// Offsets in `struct record` (profile.bpf.c): four u32, comm, three registers, stack length
+/// and flags, two frame arrays, then the stack copy.
+const REGS_AT: usize = 32;
+const STACK_LEN_AT: usize = 56;
+const FLAGS_AT: usize = 60;
+const USER_AT: usize = 64;
+const KERNEL_AT: usize = USER_AT + MAX_FRAMES * 8;
+/// The record up to its stack copy: what every record carries.
+const RECORD_HEADER: usize = KERNEL_AT + MAX_FRAMES * 8;
+/// `RECORD_REGS` in profile.bpf.c.
+const RECORD_REGS: u32 = 1;
 /// Ring records carry an 8-byte header in the kernel's ring buffer.
-const RING_RECORD_SIZE: usize = RECORD_SIZE + 8;
+const RING_OVERHEAD: usize = 8;
 
 /// Why the BPF sampler could not start. The message includes the whole error chain (aya's
 /// top-level errors hide the errno, e.g. "failed to create map").
@@ -69,6 +80,9 @@ pub struct Options {
     pub filter: bool,
     /// How often the session drains the ring, in milliseconds: sizes the ring.
     pub drain_period_ms: u64,
+    /// Bytes of user stack copied per sample for unwinding in user space (at most
+    /// [`STACK_MAX`]); 0 keeps only the frame-pointer walk.
+    pub stack_bytes: u32,
 }
 
 /// In-kernel counters (`enum stat` in profile.bpf.c), summed over CPUs.
@@ -82,6 +96,9 @@ pub struct Stats {
     pub ring_full: u64,
     /// Ticks in the idle task.
     pub idle: u64,
+    /// User stack copies cut short by an unreadable page (not resident, or the end of the
+    /// stack's mapping).
+    pub stack_faults: u64,
 }
 
 /// A loaded and attached sampler. Dropping it detaches the program and frees its maps.
@@ -108,13 +125,25 @@ impl BpfSampler {
         }
         let cpus =
             aya::util::online_cpus().map_err(|(what, e)| BpfError::Cpus(format!("{what}: {e}")))?;
-        let ring_bytes = ring_size(cpus.len(), opts.frequency, opts.drain_period_ms);
+        let stack_bytes = opts.stack_bytes.min(STACK_MAX);
+        let ring_bytes = ring_size(
+            cpus.len(),
+            opts.frequency,
+            opts.drain_period_ms,
+            RECORD_HEADER + stack_bytes as usize,
+        );
+        // The scratch array is indexed by CPU id, which can exceed the online count.
+        let possible = aya::util::nr_cpus()
+            .map_err(|(what, e)| BpfError::Cpus(format!("{what}: {e}")))?
+            .max(1) as u32;
         let filter = u8::from(opts.filter);
         let kernel = u8::from(opts.kernel_frames);
         let mut ebpf = EbpfLoader::new()
             .override_global("filter_targets", &filter, true)
             .override_global("kernel_frames", &kernel, true)
+            .override_global("stack_bytes", &stack_bytes, true)
             .map_max_entries("records", ring_bytes)
+            .map_max_entries("scratch", possible)
             .load(OBJECT)
             .map_err(|e| BpfError::Load(chain(&e)))?;
         let program: &mut PerfEvent = ebpf
@@ -156,6 +185,7 @@ impl BpfSampler {
             frequency = opts.frequency,
             ring_bytes,
             filter = opts.filter,
+            stack_bytes,
             "BPF sampler attached"
         );
         Ok(BpfSampler {
@@ -182,6 +212,7 @@ impl BpfSampler {
             filtered: read(1),
             ring_full: read(2),
             idle: read(3),
+            stack_faults: read(4),
         }
     }
 
@@ -191,10 +222,10 @@ impl BpfSampler {
     }
 }
 
-/// Ring bytes for `cpus` CPUs sampled at `frequency` and drained every `drain_ms`: four
-/// periods' worth of records, so a late drain loses nothing, as a power of two (the kernel
-/// requires it) between 256 KiB and 64 MiB.
-fn ring_size(cpus: usize, frequency: u64, drain_ms: u64) -> u32 {
+/// Ring bytes for `cpus` CPUs sampled at `frequency` and drained every `drain_ms`, with
+/// records of at most `record` bytes: four periods' worth of records, so a late drain loses
+/// nothing, as a power of two (the kernel requires it) between 256 KiB and 64 MiB.
+fn ring_size(cpus: usize, frequency: u64, drain_ms: u64, record: usize) -> u32 {
     let per_period = (cpus as u64)
         .saturating_mul(frequency)
         .saturating_mul(drain_ms.max(1))
@@ -202,7 +233,7 @@ fn ring_size(cpus: usize, frequency: u64, drain_ms: u64) -> u32 {
         + 1;
     let bytes = per_period
         .saturating_mul(4)
-        .saturating_mul(RING_RECORD_SIZE as u64);
+        .saturating_mul((record + RING_OVERHEAD) as u64);
     bytes.clamp(256 << 10, 64 << 20).next_power_of_two() as u32
 }
 
@@ -257,34 +288,40 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes(w)
 }
 
-fn frames(b: &[u8], at: usize, len: u32) -> Vec<u64> {
-    let len = (len as usize).min(MAX_FRAMES);
-    b[at..at + len * 8]
-        .chunks_exact(8)
-        .map(|c| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            u64::from_ne_bytes(w)
-        })
-        .collect()
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_ne_bytes(w)
 }
 
-/// Decodes one `struct record`; `None` for a record of the wrong size (a program/loader
-/// mismatch, which the stamp test should have caught).
+fn frames(b: &[u8], at: usize, len: u32) -> Vec<u64> {
+    let len = (len as usize).min(MAX_FRAMES);
+    (0..len).map(|i| u64_at(b, at + i * 8)).collect()
+}
+
+/// Decodes one `struct record`; `None` for a record shorter than its header (a
+/// program/loader mismatch, which the stamp test should have caught). A stack length past
+/// the record's end is cut to what is there.
 fn parse_record(b: &[u8]) -> Option<RawSample> {
-    if b.len() < RECORD_SIZE {
+    if b.len() < RECORD_HEADER {
         return None;
     }
     let mut comm = [0u8; 16];
     comm.copy_from_slice(&b[16..32]);
-    let user_at = 32;
-    let kernel_at = user_at + MAX_FRAMES * 8;
+    let regs = (u32_at(b, FLAGS_AT) & RECORD_REGS != 0).then(|| UserRegs {
+        ip: u64_at(b, REGS_AT),
+        sp: u64_at(b, REGS_AT + 8),
+        bp: u64_at(b, REGS_AT + 16),
+    });
+    let stack_len = (u32_at(b, STACK_LEN_AT) as usize).min(b.len() - RECORD_HEADER);
     Some(RawSample {
         pid: u32_at(b, 0),
         tid: u32_at(b, 4),
         comm,
-        user: frames(b, user_at, u32_at(b, 8)),
-        kernel: frames(b, kernel_at, u32_at(b, 12)),
+        user: frames(b, USER_AT, u32_at(b, 8)),
+        kernel: frames(b, KERNEL_AT, u32_at(b, 12)),
+        regs,
+        stack: b[RECORD_HEADER..RECORD_HEADER + stack_len].to_vec(),
     })
 }
 

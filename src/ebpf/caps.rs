@@ -2,6 +2,7 @@
 //! so that a refusal can name exactly what is missing.
 
 /// Capability numbers (include/uapi/linux/capability.h).
+const CAP_SYS_PTRACE: u32 = 19;
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
 const CAP_BPF: u32 = 39;
@@ -52,6 +53,19 @@ impl Caps {
     pub fn perfmon(self) -> bool {
         self.has(CAP_PERFMON) || self.has(CAP_SYS_ADMIN)
     }
+
+    /// Capabilities symbolization needs that are missing. Names come from a process's binaries,
+    /// opened as `/proc/<pid>/root/<path>`, which the kernel allows only with ptrace read access
+    /// (CAP_PERFMON lets `/proc/<pid>/maps` be read, not that): for a process of another user (or
+    /// with capabilities this one lacks) it takes CAP_SYS_PTRACE, whichever sampler runs. BPF samples such a process
+    /// all the same, so without it its user frames are all `[unknown]`.
+    pub fn missing_for_symbols(self) -> Vec<&'static str> {
+        if self.has(CAP_SYS_PTRACE) {
+            Vec::new()
+        } else {
+            vec!["CAP_SYS_PTRACE"]
+        }
+    }
 }
 
 /// `kernel.perf_event_paranoid`, if readable.
@@ -99,5 +113,23 @@ mod tests {
                 .expect("caps")
                 .perfmon()
         );
+    }
+
+    #[test]
+    fn symbolizing_other_users_processes_needs_cap_sys_ptrace() {
+        let cases = [
+            // root
+            ("CapEff:\t000001ffffffffff\n", vec![]),
+            // CAP_BPF + CAP_PERFMON only: samples every process, names only its own user's.
+            ("CapEff:\t000000c000000000\n", vec!["CAP_SYS_PTRACE"]),
+            // CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE (the Helm chart's set, without SYSLOG)
+            ("CapEff:\t000000c000080000\n", vec![]),
+            // CAP_SYS_ADMIN does not imply ptrace access.
+            ("CapEff:\t0000000000200000\n", vec!["CAP_SYS_PTRACE"]),
+        ];
+        for (status, missing) in cases {
+            let caps = Caps::parse(status).expect("parses");
+            assert_eq!(caps.missing_for_symbols(), missing, "{status}");
+        }
     }
 }

@@ -57,7 +57,9 @@ impl Component for Ebpf {
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {
         shutdown.cancelled().await;
-        // Joining waits at most one drain period; off the async workers.
+        // Joining waits at most one drain period plus the last collection, whose profiles are
+        // handed to `forward_to` before this returns (the controller stops the receivers only
+        // after their senders); off the async workers.
         let this = self.clone();
         let _ = tokio::task::spawn_blocking(move || lock(&this.session).stop()).await;
         Ok(())
@@ -75,10 +77,13 @@ impl Component for Ebpf {
         Some(v)
     }
 
+    /// Unhealthy when no sampler runs, or when the last whole interval showed that it samples
+    /// nothing of its targets or can name nothing it samples (see `super::health`).
     fn health(&self) -> Option<Health> {
-        match lock(&self.session).status().mode {
+        let status = lock(&self.session).status();
+        match status.mode {
             Mode::Failed { error } => Some(Health::unhealthy(error)),
-            _ => None,
+            _ => status.findings.unhealthy.map(Health::unhealthy),
         }
     }
 }

@@ -7,11 +7,16 @@
 //! | `pyroscope_ebpf_profiling_sessions_total` | | sampler starts |
 //! | `pyroscope_ebpf_profiling_sessions_failing_total` | | sampler starts that failed (BPF refused and no fallback possible) |
 //! | `pyroscope_ebpf_pprofs_total` | service_name | profiles produced |
-//! | `pyroscope_ebpf_pprof_bytes_total` | | compressed bytes of those profiles |
-//! | `pyroscope_ebpf_pprof_samples_total` | | samples in those profiles |
+//! | `pyroscope_ebpf_pprof_bytes_total` | service_name | compressed bytes of those profiles |
+//! | `pyroscope_ebpf_pprof_samples_total` | service_name | samples in those profiles |
 //! | `pyroscope_ebpf_samples_lost_total` | | samples the kernel could not deliver (ring or perf buffer full) |
+//! | `pyroscope_ebpf_samples_filtered_total` | reason | samples in no profile: `not_followed` (the BPF program's target filter skipped the process: it was no target when sampled), `no_target` (the process matched no target, checked again when the interval was collected) |
+//! | `pyroscope_ebpf_user_frames_total` | result | user-space frames in the profiles produced, weighted by samples: `symbolized` or `unknown` (`[unknown]`); the vDSO is not counted |
+//! | `pyroscope_ebpf_inaccessible_processes` | reason | at the last collection, processes the component should profile but cannot: `not_permitted` (no ptrace read access, so their files cannot be opened through /proc/<pid>/root: they cannot be symbolized, nor sampled by the perf fallback), `exited` (followed pids that no longer exist) |
 //!
-//! Every series also has `component_id` and `component_path`.
+//! The first six are Alloy's (Alloy also has `pyroscope_ebpf_pprofs_dropped_total`, for
+//! profiles its pipeline drops; ours hands every profile on); the others are ours. Every series
+//! also has `component_id` and `component_path`.
 
 use std::sync::Arc;
 
@@ -31,6 +36,9 @@ pub struct EbpfMetrics {
     pprof_bytes: Family<Labels, Counter>,
     pprof_samples: Family<Labels, Counter>,
     lost: Family<Labels, Counter>,
+    filtered: Family<Labels, Counter>,
+    user_frames: Family<Labels, Counter>,
+    inaccessible: Family<Labels, Gauge>,
 }
 
 impl EbpfMetrics {
@@ -44,6 +52,9 @@ impl EbpfMetrics {
                 pprof_bytes: Family::default(),
                 pprof_samples: Family::default(),
                 lost: Family::default(),
+                filtered: Family::default(),
+                user_frames: Family::default(),
+                inaccessible: Family::default(),
             };
             r.register(
                 "pyroscope_ebpf_active_targets",
@@ -80,6 +91,21 @@ impl EbpfMetrics {
                 "Samples the kernel could not deliver because a buffer was full",
                 m.lost.clone(),
             );
+            r.register(
+                "pyroscope_ebpf_samples_filtered",
+                "Samples in no profile, by why their process was not profiled",
+                m.filtered.clone(),
+            );
+            r.register(
+                "pyroscope_ebpf_user_frames",
+                "User-space frames in the profiles produced, symbolized or unknown",
+                m.user_frames.clone(),
+            );
+            r.register(
+                "pyroscope_ebpf_inaccessible_processes",
+                "Processes to profile that could not be read or sampled at the last collection",
+                m.inaccessible.clone(),
+            );
             m
         })
     }
@@ -87,13 +113,53 @@ impl EbpfMetrics {
     /// The series of one component instance.
     pub fn component(self: &Arc<Self>, component_id: &str) -> ComponentMetrics {
         let base = component_labels(component_id);
+        let with = |name: &str, value: &str| {
+            let mut l = base.clone();
+            l.push((name.to_string(), value.to_string()));
+            l
+        };
+        // One statement per series: `get_or_create` returns a guard on its family, held to the
+        // end of the statement, and a second series of the same family in that statement would
+        // wait for the write lock forever.
+        let active_targets = self.active_targets.get_or_create(&base).clone();
+        let sessions = self.sessions.get_or_create(&base).clone();
+        let sessions_failing = self.sessions_failing.get_or_create(&base).clone();
+        let lost = self.lost.get_or_create(&base).clone();
+        let filtered_not_followed = self
+            .filtered
+            .get_or_create(&with("reason", "not_followed"))
+            .clone();
+        let filtered_no_target = self
+            .filtered
+            .get_or_create(&with("reason", "no_target"))
+            .clone();
+        let user_frames_symbolized = self
+            .user_frames
+            .get_or_create(&with("result", "symbolized"))
+            .clone();
+        let user_frames_unknown = self
+            .user_frames
+            .get_or_create(&with("result", "unknown"))
+            .clone();
+        let inaccessible_not_permitted = self
+            .inaccessible
+            .get_or_create(&with("reason", "not_permitted"))
+            .clone();
+        let inaccessible_exited = self
+            .inaccessible
+            .get_or_create(&with("reason", "exited"))
+            .clone();
         ComponentMetrics {
-            active_targets: self.active_targets.get_or_create(&base).clone(),
-            sessions: self.sessions.get_or_create(&base).clone(),
-            sessions_failing: self.sessions_failing.get_or_create(&base).clone(),
-            pprof_bytes: self.pprof_bytes.get_or_create(&base).clone(),
-            pprof_samples: self.pprof_samples.get_or_create(&base).clone(),
-            lost: self.lost.get_or_create(&base).clone(),
+            active_targets,
+            sessions,
+            sessions_failing,
+            lost,
+            filtered_not_followed,
+            filtered_no_target,
+            user_frames_symbolized,
+            user_frames_unknown,
+            inaccessible_not_permitted,
+            inaccessible_exited,
             all: self.clone(),
             base,
         }
@@ -108,15 +174,54 @@ pub struct ComponentMetrics {
     pub active_targets: Gauge,
     pub sessions: Counter,
     pub sessions_failing: Counter,
-    pub pprof_bytes: Counter,
-    pub pprof_samples: Counter,
     pub lost: Counter,
+    pub filtered_not_followed: Counter,
+    pub filtered_no_target: Counter,
+    pub user_frames_symbolized: Counter,
+    pub user_frames_unknown: Counter,
+    pub inaccessible_not_permitted: Gauge,
+    pub inaccessible_exited: Gauge,
 }
 
 impl ComponentMetrics {
-    pub fn pprof(&self, service_name: &str) {
+    /// Counts one profile of `service_name` with `bytes` compressed bytes and `samples`
+    /// samples, in Alloy's per-service series.
+    pub fn pprof(&self, service_name: &str, bytes: u64, samples: u64) {
         let mut l = self.base.clone();
         l.push(("service_name".to_string(), service_name.to_string()));
         self.all.pprofs.get_or_create(&l).inc();
+        self.all.pprof_bytes.get_or_create(&l).inc_by(bytes);
+        self.all.pprof_samples.get_or_create(&l).inc_by(samples);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_series_of_a_component_is_exposed_with_alloys_names() {
+        let registry = MetricsRegistry::new();
+        let m = EbpfMetrics::get(&registry).component("pyroscope.ebpf.x");
+        m.pprof("svc", 10, 3);
+        m.filtered_no_target.inc_by(2);
+        m.user_frames_unknown.inc_by(5);
+        m.inaccessible_not_permitted.set(1);
+        let text = registry.encode().expect("encode");
+        for series in [
+            "pyroscope_ebpf_pprofs_total{component_id=\"pyroscope.ebpf.x\"",
+            "pyroscope_ebpf_pprof_bytes_total{component_id=\"pyroscope.ebpf.x\"",
+            "service_name=\"svc\"} 10",
+            "service_name=\"svc\"} 3",
+            "reason=\"no_target\"} 2",
+            "reason=\"not_followed\"} 0",
+            "result=\"unknown\"} 5",
+            "result=\"symbolized\"} 0",
+            "pyroscope_ebpf_inaccessible_processes{",
+            "reason=\"not_permitted\"} 1",
+            "pyroscope_ebpf_samples_lost_total{",
+        ] {
+            assert!(text.contains(series), "{series} not in\n{text}");
+        }
     }
 }

@@ -21,6 +21,7 @@
 //! * [`symbolize`]: addresses to function names, resolved while the process is alive and cached
 //!   per binary (blazesym for ELF/DWARF/kallsyms, our own `.gopclntab` reader for Go).
 //! * [`caps`]: the capability check that picks the sampler.
+//! * [`health`]: the component's health, judged from every whole collection interval.
 //! * [`metrics`]: Alloy's `pyroscope_ebpf_*` metrics.
 //!
 //! Unwinding is by frame pointers only: Go and code built with frame pointers get complete
@@ -31,6 +32,7 @@ pub mod args;
 pub mod bpf;
 pub mod caps;
 pub mod component;
+pub mod health;
 pub mod metrics;
 pub mod perf;
 pub mod profile;
@@ -38,5 +40,6 @@ pub mod sample;
 pub mod session;
 pub mod symbolize;
 pub mod targets;
+pub mod unwind;
 
 pub use component::Ebpf;

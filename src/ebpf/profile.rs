@@ -109,6 +109,19 @@ impl Interval {
         self.stacks.insert(key, StackEntry { frames, count: 1 });
     }
 
+    /// Calls `each(pid, frame, samples)` for every frame of every stack so far, with the
+    /// samples of that stack: the session judges from it how much of what it sampled it could
+    /// name.
+    pub fn for_each_frame(&self, mut each: impl FnMut(u32, &Frame, u64)) {
+        for (key, entry) in &self.stacks {
+            for &id in &entry.frames {
+                if let Some(frame) = self.frame_list.get(id as usize) {
+                    each(key.pid, frame, entry.count);
+                }
+            }
+        }
+    }
+
     fn intern(&mut self, f: Frame) -> u32 {
         if let Some(&id) = self.frames.get(&f) {
             return id;

@@ -16,6 +16,19 @@ pub struct RawSample {
     /// Kernel addresses, leaf first; empty when the sample was taken in user mode or kernel
     /// frames are off.
     pub kernel: Vec<u64>,
+    /// The thread's user registers, when the sampler copied its stack.
+    pub regs: Option<UserRegs>,
+    /// The top of the thread's user stack, from `regs.sp` upwards, for unwinding with
+    /// call-frame information; empty when not copied (then `user` is all there is).
+    pub stack: Vec<u8>,
+}
+
+/// The user registers x86_64 unwinding starts from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UserRegs {
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
 }
 
 /// A source of samples, drained periodically by the session.

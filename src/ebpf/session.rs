@@ -15,11 +15,13 @@ use std::time::{Duration, Instant, SystemTime};
 use super::args::{Arguments, Comm};
 use super::bpf::{self, BpfSampler};
 use super::caps::{self, Caps};
+use super::health::{self, Access, IntervalReport, Trouble};
 use super::metrics::ComponentMetrics;
 use super::perf::PerfSampler;
 use super::profile::{Interval, Shape};
 use super::sample::{RawSample, Sampler};
 use super::symbolize::{self, Frame, Symbolizer};
+use super::unwind::{End, Unwinder};
 use super::targets::{CONTAINER_LABEL, PID_LABEL, Target, Targets};
 use crate::discovery::process::container_id_of_pid;
 use crate::profiles::{Appendable as _, FanOut, Profile};
@@ -30,11 +32,38 @@ pub const DRAIN_PERIOD: Duration = Duration::from_millis(200);
 /// How often processes are matched against container targets again (new processes in a
 /// container must be found before they can be sampled).
 const RESCAN_PERIOD: Duration = Duration::from_secs(5);
+/// How long before the targets last changed a process may have started and still be one that
+/// discovery had not seen: its walk of /proc and the evaluation of the pipeline take a moment
+/// before the targets reach us.
+const DISCOVERY_LAG: Duration = Duration::from_secs(5);
+/// How long the profiles of a process discovery has not reported yet wait for it (its default
+/// `refresh_interval` is 60 s, plus [`DISCOVERY_LAG`]) before they go out with the default
+/// target's labels.
+const DEFER_LIMIT: Duration = Duration::from_secs(70);
+/// Profiles that may wait for discovery at once; past this they go out at once (a fork storm
+/// must not hold an unbounded number of profiles in memory).
+const MAX_DEFERRED: usize = 4096;
+/// The symbolizer's module name of vDSO frames.
+const VDSO_MODULE: &str = "[vdso]";
 /// Deepest user stack the samplers copy (`MAX_FRAMES` in bpf/profile.bpf.c); a stack this deep
 /// was cut by the limit.
 const MAX_USER_DEPTH: usize = 127;
 /// Name of the synthetic frame marking a user stack that did not reach its root.
 pub const TRUNCATED_FRAME: &str = "[truncated]";
+/// Appended to an unwound stack's addresses when it did not reach its root, so that it is
+/// counted apart from a complete stack with the same frames. Not a user-space address.
+const TRUNCATED_ADDR: u64 = u64::MAX;
+
+/// Bytes of user stack the BPF program copies per sample for unwinding with call-frame
+/// information. `SCRAPER_EBPF_UNWIND=fp` keeps only the frame-pointer walk: the overhead
+/// benchmark compares the two modes with it.
+fn stack_bytes() -> u32 {
+    if std::env::var("SCRAPER_EBPF_UNWIND").is_ok_and(|v| v == "fp") {
+        0
+    } else {
+        bpf::STACK_MAX
+    }
+}
 
 /// Functions that legitimately end a user stack (frame-pointer unwinding reached the root).
 const ROOT_FUNCTIONS: &[&str] = &[
@@ -86,7 +115,11 @@ pub struct Status {
     pub last_collect: Option<String>,
     pub bpf: Option<bpf::Stats>,
     pub problems: Vec<String>,
+    #[serde(flatten)]
+    pub findings: Findings,
     pub symbolizer: Option<serde_json::Value>,
+    /// Stacks unwound, how they ended (truncation reasons), and the unwind tables held.
+    pub unwinder: Option<serde_json::Value>,
 }
 
 impl Default for Status {
@@ -101,9 +134,40 @@ impl Default for Status {
             last_collect: None,
             bpf: None,
             problems: Vec::new(),
+            findings: Findings::default(),
             symbolizer: None,
+            unwinder: None,
         }
     }
+}
+
+/// What the session finds out about its own work, for the debug info and the health (see
+/// [`super::health`]).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Findings {
+    /// Capabilities without which some processes cannot be symbolized.
+    pub missing_capabilities: Vec<&'static str>,
+    /// Samples in no profile, by reason (the `pyroscope_ebpf_samples_filtered_total` series).
+    pub samples_filtered: Filtered,
+    /// Profiles of processes newer than the targets, waiting for discovery to report them.
+    pub deferred_profiles: usize,
+    /// What the last whole collection interval showed.
+    pub last_interval: Option<IntervalReport>,
+    /// Why the component is unhealthy while its sampler runs; `None` when it is not.
+    pub unhealthy: Option<String>,
+    /// The session's own problems; [`Session::status`] lists them before the sampler's.
+    #[serde(skip)]
+    pub problems: Vec<String>,
+}
+
+/// Samples in no profile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Filtered {
+    /// Skipped by the BPF program's filter: the process was no target when sampled (with
+    /// `targets_only = true`, every process the targets do not name).
+    pub not_followed: u64,
+    /// Delivered, but the process matched no target, also when the interval was collected.
+    pub no_target: u64,
 }
 
 struct Shared {
@@ -148,11 +212,22 @@ impl Session {
         *lock(&self.shared.pending) = Some(args);
     }
 
+    /// The debug info: `problems` lists the session's findings first, then the sampler's.
     pub fn status(&self) -> Status {
-        lock(&self.shared.status).clone()
+        let mut status = lock(&self.shared.status).clone();
+        let sampler = std::mem::take(&mut status.problems);
+        status.problems = status
+            .findings
+            .problems
+            .iter()
+            .cloned()
+            .chain(sampler)
+            .collect();
+        status
     }
 
-    /// Stops the thread and waits for it (at most one drain period).
+    /// Stops the thread and waits for it: at most one drain period, then the last drain and
+    /// the partial interval's profiles, handed on before this returns.
     pub fn stop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
@@ -176,6 +251,7 @@ struct Runner {
     sampler: Option<Box<dyn Sampler>>,
     bpf_stats: Option<Box<dyn Fn() -> bpf::Stats + Send>>,
     symbolizer: Symbolizer,
+    unwinder: Unwinder,
     interval: Interval,
     /// The target of each process sampled this interval (None: not profiled).
     pid_targets: HashMap<u32, Option<Target>>,
@@ -185,6 +261,79 @@ struct Runner {
     next_collect: Instant,
     next_scan: Instant,
     lost_seen: u64,
+    books: Books,
+}
+
+/// What the session keeps to account for its samples and judge its own health.
+struct Books {
+    caps: Caps,
+    /// Whether the missing capabilities were logged (once per session).
+    caps_noted: bool,
+    /// When the current interval began.
+    began: Instant,
+    /// When the targets last changed: processes started after that (less [`DISCOVERY_LAG`])
+    /// may not have been seen by discovery yet.
+    targets_updated: Instant,
+    /// Targets samples of this interval were taken for, kept when `pid_targets` is cleared by
+    /// a target update: a process that exits mid-interval leaves the targets at discovery's
+    /// next refresh, yet its samples were taken as a target's.
+    sample_targets: HashMap<u32, Target>,
+    /// Profiles of processes discovery has not reported yet.
+    deferred: Vec<Deferred>,
+    /// The BPF program's `filtered` counter at the last collection.
+    kernel_filtered_seen: u64,
+    /// `samples_unmatched` at the last collection.
+    unmatched_seen: u64,
+    /// The rule the last whole interval failed.
+    trouble: Option<Trouble>,
+}
+
+impl Books {
+    fn new(now: Instant) -> Self {
+        Books {
+            caps: Caps::current(),
+            caps_noted: false,
+            began: now,
+            targets_updated: now,
+            sample_targets: HashMap::new(),
+            deferred: Vec::new(),
+            kernel_filtered_seen: 0,
+            unmatched_seen: 0,
+            trouble: None,
+        }
+    }
+}
+
+/// A finished profile of a process that no target named yet, waiting for discovery.
+struct Deferred {
+    pid: u32,
+    /// Gzipped pprof.
+    raw: Vec<u8>,
+    samples: u64,
+    /// End of the interval it covers.
+    ended: SystemTime,
+    /// When it started waiting.
+    since: Instant,
+}
+
+/// Why an interval ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Collect {
+    /// A whole `collect_interval` passed: sent, and judged for health.
+    Regular,
+    /// The sampler restarts with new settings: the partial interval is sent.
+    Restart,
+    /// The session stops: the partial interval and every waiting profile are sent.
+    Final,
+}
+
+/// Where the profile of one process goes.
+enum Attribution {
+    Target(Target),
+    /// Held for discovery to report the process.
+    Defer,
+    /// No target and `targets_only`: not profiled (counted as filtered).
+    Drop,
 }
 
 impl Runner {
@@ -210,12 +359,14 @@ impl Runner {
             sampler: None,
             bpf_stats: None,
             symbolizer,
+            unwinder: Unwinder::new(crate::budget::Budget::global()),
             interval: Interval::new(SystemTime::now()),
             pid_targets: HashMap::new(),
             containers: HashMap::new(),
             followed: HashSet::new(),
             next_scan: now,
             lost_seen: 0,
+            books: Books::new(now),
         }
     }
 
@@ -237,7 +388,7 @@ impl Runner {
             }
             self.drain();
             if Instant::now() >= self.next_collect {
-                self.collect();
+                self.collect(Collect::Regular);
                 self.next_collect += self.args.collect_interval;
                 // After a long stall (a suspended VM), do not try to catch up.
                 if self.next_collect < Instant::now() {
@@ -245,6 +396,13 @@ impl Runner {
                 }
             }
         }
+        // The partial interval's samples are as real as any: drain and send them before the
+        // sampler goes. `Session::stop` waits for this, and the component's `run` for that,
+        // so they reach the receivers before those shut down.
+        if self.sampler.is_some() {
+            self.drain();
+        }
+        self.collect(Collect::Final);
         tracing::debug!("pyroscope.ebpf session stopped");
     }
 
@@ -260,6 +418,7 @@ impl Runner {
         self.followed.clear();
         self.metrics.sessions.inc();
         let caps = Caps::current();
+        self.note_capabilities(caps);
         let missing = caps.missing_for_bpf();
         let forced_perf = std::env::var("SCRAPER_EBPF_SAMPLER").is_ok_and(|v| v == "perf");
         let reason = if forced_perf {
@@ -270,6 +429,7 @@ impl Runner {
                 kernel_frames: self.args.kernel_frames,
                 filter: self.args.targets_only,
                 drain_period_ms: DRAIN_PERIOD.as_millis() as u64,
+                stack_bytes: stack_bytes(),
             }) {
                 Ok(s) => {
                     let s = Arc::new(Mutex::new(s));
@@ -318,6 +478,15 @@ impl Runner {
 
     fn apply(&mut self, args: Arguments) {
         let restart = args.sampler_key() != self.args.sampler_key();
+        if restart && self.sampler.is_some() {
+            // The samples so far were taken with the old settings (rate, filter, kernel
+            // frames): send them as a shorter interval of their own before the sampler changes.
+            self.drain();
+            self.collect(Collect::Restart);
+        }
+        if args.targets != self.args.targets {
+            self.books.targets_updated = Instant::now();
+        }
         if args.demangle != self.args.demangle || args.kernel_frames != self.args.kernel_frames {
             self.symbolizer = Symbolizer::new(symbolize::Options {
                 demangle: args.demangle,
@@ -326,10 +495,16 @@ impl Runner {
         }
         self.targets = Targets::new(&args.targets, args.targets_only);
         self.args = args;
+        self.keep_sample_targets();
         self.pid_targets.clear();
         if restart {
-            // Samples so far were taken at the old rate; start the interval afresh.
+            let now = Instant::now();
             self.interval = Interval::new(SystemTime::now());
+            self.books.began = now;
+            self.next_collect = now + self.args.collect_interval;
+            // A new sampler counts from zero.
+            self.lost_seen = 0;
+            self.books.kernel_filtered_seen = 0;
             self.start_sampler();
         } else {
             self.refresh_filter();
@@ -433,64 +608,380 @@ impl Runner {
         } else {
             s.comm
         };
+        // With a stack copy, the user stack is what the unwinder makes of it; without one
+        // (frame-pointer mode, the perf fallback) it is the frame-pointer walk.
+        let mut unwound = Vec::new();
+        let complete = s.regs.is_some().then(|| {
+            let end = self
+                .unwinder
+                .unwind(s.pid, s.regs, &s.stack, &mut unwound);
+            if end != End::Root {
+                unwound.push(TRUNCATED_ADDR);
+            }
+            end == End::Root
+        });
+        let user: &[u64] = if complete.is_some() {
+            &unwound
+        } else {
+            &s.user
+        };
         let symbolizer = &mut self.symbolizer;
         let comm_frame = self.args.comm.frame();
-        self.interval.add(s.pid, comm, &s.kernel, &s.user, || {
-            frames(symbolizer, &s, comm_frame)
+        self.interval.add(s.pid, comm, &s.kernel, user, || {
+            let addrs = match user.split_last() {
+                Some((&TRUNCATED_ADDR, rest)) => rest,
+                _ => user,
+            };
+            frames(symbolizer, &s, addrs, complete, comm_frame)
         });
         true
     }
 
-    fn collect(&mut self) {
+    /// Ends the interval: one profile per process, labelled with the target that names the
+    /// process now (discovery may have caught up with it since it was sampled), else the one
+    /// it was sampled for, else the default target (`targets_only = false`; a process newer
+    /// than the targets waits for discovery first, see [`Runner::attribute`]). Profiles of
+    /// processes that are no target are counted as filtered. A whole interval is then judged
+    /// for health.
+    fn collect(&mut self, why: Collect) {
         let ended = SystemTime::now();
         let interval = std::mem::replace(&mut self.interval, Interval::new(ended));
+        let began = std::mem::replace(&mut self.books.began, Instant::now());
+        // One drain period of slack: the loop collects at the first tick past the deadline.
+        let whole =
+            why == Collect::Regular && began.elapsed() + DRAIN_PERIOD >= self.args.collect_interval;
+        let frames = user_frames(&interval);
+        let samples = interval.samples();
         let shape = Shape {
             period_ns: (1_000_000_000 / self.args.sample_rate.max(1)) as i64,
             comm_label: self.args.comm.label(),
             pid_label: self.args.pid_label,
         };
+        self.keep_sample_targets();
         let mut batch = Vec::new();
-        for p in interval.finish(shape, ended) {
-            let Some(Some(target)) = self.pid_targets.get(&p.pid) else {
-                continue;
-            };
-            let mut labels: Vec<(String, String)> = target.labels.to_vec();
-            labels.push((PID_LABEL.to_string(), p.pid.to_string()));
-            let container = target
-                .container_id
-                .clone()
-                .or_else(|| self.containers.get(&p.pid).cloned().flatten());
-            if let Some(id) = container {
-                labels.push((CONTAINER_LABEL.to_string(), id));
+        let mut dropped = 0u64;
+        // Waiting profiles first: they are the older ones.
+        for d in std::mem::take(&mut self.books.deferred) {
+            match self.attribute(d.pid, Some(d.since), why) {
+                Attribution::Target(t) => {
+                    batch.push(self.profile(&t, d.pid, d.raw, d.samples, d.ended));
+                }
+                Attribution::Defer => self.books.deferred.push(d),
+                Attribution::Drop => dropped += d.samples,
             }
-            let service = labels
-                .iter()
-                .find(|(k, _)| k == "service_name")
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default();
-            let raw = crate::pprof::gzip(&p.pprof, crate::pprof::DEFAULT_LEVEL);
-            self.metrics.pprof(&service);
-            self.metrics.pprof_bytes.inc_by(raw.len() as u64);
-            self.metrics.pprof_samples.inc_by(p.samples);
-            let mut profile = Profile::new(labels, raw);
-            profile.received_at = ended;
-            batch.push(profile);
+        }
+        for p in interval.finish(shape, ended) {
+            match self.attribute(p.pid, None, why) {
+                Attribution::Target(t) => {
+                    let raw = crate::pprof::gzip(&p.pprof, crate::pprof::DEFAULT_LEVEL);
+                    batch.push(self.profile(&t, p.pid, raw, p.samples, ended));
+                }
+                Attribution::Defer => self.books.deferred.push(Deferred {
+                    pid: p.pid,
+                    raw: crate::pprof::gzip(&p.pprof, crate::pprof::DEFAULT_LEVEL),
+                    samples: p.samples,
+                    ended,
+                    since: Instant::now(),
+                }),
+                Attribution::Drop => dropped += p.samples,
+            }
         }
         let sent = batch.len() as u64;
         if !batch.is_empty() {
             self.out.append(batch);
         }
+        self.books.sample_targets.clear();
+        self.count_filtered(dropped);
+        if whole {
+            self.judge(samples, &frames);
+        }
         // Processes that are gone need no per-process state any more; their symbols were
         // resolved when their samples arrived.
         let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
         self.symbolizer.retain_pids(&alive);
+        self.unwinder.retain_pids(&alive);
         self.containers.retain(|&pid, _| alive(pid));
         self.pid_targets.clear();
         let mut status = lock(&self.shared.status);
         status.profiles_total += sent;
         status.last_collect = Some(crate::runtime::timefmt::rfc3339_millis(ended));
         status.symbolizer = serde_json::to_value(self.symbolizer.stats()).ok();
+        status.unwinder = serde_json::to_value(self.unwinder.stats()).ok();
+        status.findings.deferred_profiles = self.books.deferred.len();
     }
+
+    /// Who process `pid`'s profile belongs to; `waiting_since` is set for a profile that
+    /// already waits for discovery.
+    ///
+    /// With `targets_only = false` and targets that name processes by pid (discovery.process),
+    /// a process that started after the targets last changed has not been seen by discovery
+    /// yet: labelling it with the default target would file its CPU time under
+    /// `ebpf/unspecified` although discovery will name it at its next refresh. Its profile
+    /// waits for that, up to [`DEFER_LIMIT`], while the process lives (an exited process that
+    /// discovery never saw will never be named). Stopping sends everything.
+    fn attribute(&mut self, pid: u32, waiting_since: Option<Instant>, why: Collect) -> Attribution {
+        let containers = &mut self.containers;
+        if let Some(t) = self
+            .targets
+            .named(pid, || Self::container_of(containers, pid))
+        {
+            return Attribution::Target(t.clone());
+        }
+        if let Some(t) = self.books.sample_targets.get(&pid) {
+            return Attribution::Target(t.clone());
+        }
+        let Some(default) = self.targets.default_target() else {
+            return Attribution::Drop;
+        };
+        let unseen = || {
+            health::process_age(pid)
+                .is_some_and(|age| age < self.books.targets_updated.elapsed() + DISCOVERY_LAG)
+        };
+        let wait = why != Collect::Final
+            && self.targets.has_pids()
+            && waiting_since.is_none_or(|since| since.elapsed() < DEFER_LIMIT)
+            && self.books.deferred.len() < MAX_DEFERRED
+            && unseen();
+        if wait {
+            Attribution::Defer
+        } else {
+            Attribution::Target(default.clone())
+        }
+    }
+
+    /// Remembers the targets that `pid_targets` holds before it is cleared (see
+    /// [`Books::sample_targets`]); the default target is not worth remembering.
+    fn keep_sample_targets(&mut self) {
+        for (&pid, target) in &self.pid_targets {
+            if let Some(t) = target
+                && (t.pid.is_some() || t.container_id.is_some())
+            {
+                self.books
+                    .sample_targets
+                    .entry(pid)
+                    .or_insert_with(|| t.clone());
+            }
+        }
+    }
+
+    /// One profile of process `pid` for `target`: its labels plus the process's own.
+    fn profile(
+        &self,
+        target: &Target,
+        pid: u32,
+        raw: Vec<u8>,
+        samples: u64,
+        ended: SystemTime,
+    ) -> Profile {
+        let mut labels: Vec<(String, String)> = target.labels.to_vec();
+        labels.push((PID_LABEL.to_string(), pid.to_string()));
+        let container = target
+            .container_id
+            .clone()
+            .or_else(|| self.containers.get(&pid).cloned().flatten());
+        if let Some(id) = container {
+            labels.push((CONTAINER_LABEL.to_string(), id));
+        }
+        let service = labels
+            .iter()
+            .find(|(k, _)| k == "service_name")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_default();
+        self.metrics.pprof(service, raw.len() as u64, samples);
+        let mut profile = Profile::new(labels, raw);
+        profile.received_at = ended;
+        profile
+    }
+
+    /// Counts the samples no profile holds: those the BPF program's filter skipped, those
+    /// drained for no target, and `dropped`, the samples of profiles that found no target at
+    /// collection.
+    fn count_filtered(&mut self, dropped: u64) {
+        let kernel = self.bpf_stats.as_ref().map_or(0, |stats| stats().filtered);
+        let not_followed = kernel.saturating_sub(self.books.kernel_filtered_seen);
+        self.books.kernel_filtered_seen = kernel;
+        let mut status = lock(&self.shared.status);
+        let unmatched = status
+            .samples_unmatched
+            .saturating_sub(self.books.unmatched_seen);
+        self.books.unmatched_seen = status.samples_unmatched;
+        let no_target = unmatched + dropped;
+        status.findings.samples_filtered.not_followed += not_followed;
+        status.findings.samples_filtered.no_target += no_target;
+        drop(status);
+        self.metrics.filtered_not_followed.inc_by(not_followed);
+        self.metrics.filtered_no_target.inc_by(no_target);
+    }
+
+    /// Records the capabilities once per session: without CAP_SYS_PTRACE, processes of other
+    /// users are sampled (BPF) but cannot be symbolized, which shows only as `[unknown]`
+    /// frames unless said.
+    fn note_capabilities(&mut self, caps: Caps) {
+        self.books.caps = caps;
+        let missing = caps.missing_for_symbols();
+        if missing.is_empty() || self.books.caps_noted {
+            return;
+        }
+        self.books.caps_noted = true;
+        let missing_text = missing.join(" and ");
+        tracing::warn!(
+            missing = %missing_text,
+            "pyroscope.ebpf cannot symbolize processes of other users: their user frames will be [unknown]"
+        );
+        let mut status = lock(&self.shared.status);
+        status.findings.missing_capabilities = missing;
+        status.findings.problems = self.capability_problems();
+    }
+
+    /// The problem the missing capabilities cause, listed in the debug info for as long as
+    /// the session runs.
+    fn capability_problems(&self) -> Vec<String> {
+        let missing = self.books.caps.missing_for_symbols();
+        if missing.is_empty() {
+            return Vec::new();
+        }
+        vec![format!(
+            "{} is missing: the user frames of processes of other users (or with capabilities \
+             this process lacks) cannot be symbolized, because opening their binaries \
+             through /proc/<pid>/root needs ptrace read access; they show as [unknown]",
+            missing.join(" and ")
+        )]
+    }
+
+    /// Judges a whole interval (see [`super::health`]): how much of what was sampled could
+    /// be named, and whether any target could be sampled at all. Processes are asked why only
+    /// when that can explain something: a sampled process none of whose user frames has a
+    /// name, and the followed processes.
+    fn judge(&mut self, samples: u64, frames: &HashMap<u32, (u64, u64)>) {
+        let perf = matches!(lock(&self.shared.status).mode, Mode::Perf { .. });
+        let sampler_problems = self
+            .sampler
+            .as_ref()
+            .map(|s| s.problems())
+            .unwrap_or_default();
+        let refused: HashSet<u32> = health::problem_pids(&sampler_problems).collect();
+        let mut report = IntervalReport {
+            samples,
+            processes: frames.len(),
+            followed: self.followed.len(),
+            ..IntervalReport::default()
+        };
+        let mut asked: HashMap<u32, Access> = HashMap::new();
+        let mut pids: Vec<u32> = frames.keys().copied().collect();
+        pids.sort_unstable();
+        for pid in pids {
+            let (user, unknown) = frames.get(&pid).copied().unwrap_or_default();
+            report.user_frames += user;
+            report.user_frames_unknown += unknown;
+            if user > 0 && unknown == user {
+                let access = health::access(pid);
+                if access == Access::NotPermitted {
+                    report.note_not_permitted(pid);
+                }
+                asked.insert(pid, access);
+            }
+        }
+        let mut followed: Vec<u32> = self.followed.iter().copied().collect();
+        followed.sort_unstable();
+        for pid in followed {
+            let access = match asked.get(&pid) {
+                Some(&access) => access,
+                None => {
+                    let access = health::access(pid);
+                    if access == Access::NotPermitted {
+                        report.note_not_permitted(pid);
+                    }
+                    access
+                }
+            };
+            match access {
+                Access::Exited => report.exited += 1,
+                // perf_event_open takes the same access; BPF samples the process regardless.
+                Access::NotPermitted if perf => {}
+                _ if perf && refused.contains(&pid) => report.refused += 1,
+                _ => report.sampleable += 1,
+            }
+        }
+        let symbolized = report
+            .user_frames
+            .saturating_sub(report.user_frames_unknown);
+        self.metrics.user_frames_symbolized.inc_by(symbolized);
+        self.metrics
+            .user_frames_unknown
+            .inc_by(report.user_frames_unknown);
+        self.metrics
+            .inaccessible_not_permitted
+            .set(report.not_permitted as i64);
+        self.metrics.inaccessible_exited.set(report.exited as i64);
+
+        let context = health::Context {
+            targets: self.targets.len(),
+            profiles_everything: self.targets.profiles_everything(),
+            perf,
+            perfmon: self.books.caps.perfmon(),
+            missing_for_symbols: self.books.caps.missing_for_symbols(),
+        };
+        let verdict = health::assess(&report, &context);
+        match (self.books.trouble, &verdict) {
+            (old, Some((trouble, reason))) if old != Some(*trouble) => {
+                tracing::warn!(check = trouble.as_str(), %reason, "pyroscope.ebpf is unhealthy");
+            }
+            (Some(old), None) => {
+                tracing::info!(
+                    check = old.as_str(),
+                    "pyroscope.ebpf samples and symbolizes its targets again"
+                );
+            }
+            _ => {}
+        }
+        self.books.trouble = verdict.as_ref().map(|(trouble, _)| *trouble);
+
+        let mut problems = self.capability_problems();
+        let hint = if context.missing_for_symbols.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} is missing)",
+                context.missing_for_symbols.join(" and ")
+            )
+        };
+        for pid in &report.not_permitted_pids {
+            problems.push(format!(
+                "pid {pid}: this process may not open its files through /proc/{pid}/root (no \
+                 ptrace read access{hint}): its user frames cannot be symbolized"
+            ));
+        }
+        if report.not_permitted > report.not_permitted_pids.len() {
+            problems.push(format!(
+                "{} more processes whose files may not be opened",
+                report.not_permitted - report.not_permitted_pids.len()
+            ));
+        }
+        let mut status = lock(&self.shared.status);
+        status.findings.unhealthy = verdict.map(|(_, reason)| reason);
+        status.findings.last_interval = Some(report);
+        status.findings.problems = problems;
+    }
+}
+
+/// User-space frames per process over the interval's samples, as (all, `[unknown]`): a frame
+/// counts once per sample it is in. Every process sampled has an entry. Kernel frames, the vDSO
+/// (read from our own process) and synthetic frames (thread names, truncation marks: no
+/// module) say nothing about access to the process and are left out.
+fn user_frames(interval: &Interval) -> HashMap<u32, (u64, u64)> {
+    let mut out: HashMap<u32, (u64, u64)> = HashMap::new();
+    interval.for_each_frame(|pid, frame, samples| {
+        let counts = out.entry(pid).or_default();
+        let module = &*frame.module;
+        if module.is_empty() || module == symbolize::KERNEL_MODULE || module == VDSO_MODULE {
+            return;
+        }
+        counts.0 += samples;
+        if &*frame.function == symbolize::UNKNOWN {
+            counts.1 += samples;
+        }
+    });
+    out
 }
 
 /// The sampler behind a mutex, so the session can read BPF counters through another handle.
@@ -512,37 +1003,52 @@ impl Sampler for SharedBpf {
 }
 
 /// A sample's frames in pprof order (leaf first): kernel, user, the truncation marker, and
-/// the thread name as the root when asked for.
-fn frames(symbolizer: &mut Symbolizer, s: &RawSample, comm_frame: bool) -> Vec<Frame> {
+/// the thread name as the root when asked for. `complete` is the unwinder's verdict on `user`
+/// (`None` for a frame-pointer walk, judged by its last function).
+fn frames(
+    symbolizer: &mut Symbolizer,
+    s: &RawSample,
+    user: &[u64],
+    complete: Option<bool>,
+    comm_frame: bool,
+) -> Vec<Frame> {
     let kernel = if s.kernel.is_empty() {
         Vec::new()
     } else {
         symbolizer.kernel(&s.kernel)
     };
-    let user = if s.user.is_empty() {
+    let user_frames = if user.is_empty() {
         Vec::new()
     } else {
-        symbolizer.user(s.pid, &s.user)
+        symbolizer.user(s.pid, user)
     };
     let comm = comm_frame.then_some(&s.comm);
-    assemble(kernel, user, s.user.len(), comm)
+    assemble(kernel, user_frames, user.len(), complete, comm)
 }
 
-/// Joins symbolized frames: a user stack that does not end in a root function (frame-pointer
-/// unwinding stopped early, or hit the depth limit) gets a [`TRUNCATED_FRAME`] so that
-/// flame graphs show it as cut, not as a short stack.
+/// Joins symbolized frames: a user stack that did not reach its root gets a
+/// [`TRUNCATED_FRAME`] so that flame graphs show it as cut, not as a short stack. A stack
+/// reached its root when the unwinder says so, or (frame-pointer walks, and unwinds that failed
+/// one step past the root) when it ends in a known root function within the depth limit.
 fn assemble(
     kernel: Vec<Frame>,
     user: Vec<Frame>,
     user_depth: usize,
+    complete: Option<bool>,
     comm: Option<&[u8; 16]>,
 ) -> Vec<Frame> {
     let mut out = kernel;
     if !user.is_empty() {
-        let complete = user_depth < MAX_USER_DEPTH
-            && user
-                .last()
-                .is_some_and(|f| ROOT_FUNCTIONS.contains(&&*f.function));
+        let depth_limit = if complete.is_some() {
+            super::unwind::MAX_DEPTH
+        } else {
+            MAX_USER_DEPTH
+        };
+        let complete = complete == Some(true)
+            || (user_depth < depth_limit
+                && user
+                    .last()
+                    .is_some_and(|f| ROOT_FUNCTIONS.contains(&&*f.function)));
         out.extend(user);
         if !complete {
             out.push(Frame {
@@ -652,7 +1158,7 @@ mod tests {
             ),
         ];
         for (kernel, user, depth, comm, want) in cases {
-            let got = assemble(kernel, user, depth, comm);
+            let got = assemble(kernel, user, depth, None, comm);
             assert_eq!(names(&got), want);
         }
     }

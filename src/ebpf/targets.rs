@@ -87,8 +87,18 @@ impl Targets {
         t
     }
 
-    /// The target of process `pid`; `container_of` is asked only when no target names the pid.
+    /// The target of process `pid`, the default one when no target names it; `container_of` is
+    /// asked only when no target names the pid.
     pub fn resolve(
+        &self,
+        pid: u32,
+        container_of: impl FnOnce() -> Option<String>,
+    ) -> Option<&Target> {
+        self.named(pid, container_of).or(self.default.as_ref())
+    }
+
+    /// The target that names process `pid` by pid or container id; never the default one.
+    pub fn named(
         &self,
         pid: u32,
         container_of: impl FnOnce() -> Option<String>,
@@ -102,12 +112,23 @@ impl Targets {
         {
             return self.list.get(i);
         }
+        None
+    }
+
+    /// What processes no target names are profiled as (`targets_only = false`).
+    pub fn default_target(&self) -> Option<&Target> {
         self.default.as_ref()
     }
 
     /// Pids targets name directly.
     pub fn pids(&self) -> impl Iterator<Item = u32> + '_ {
         self.by_pid.keys().copied()
+    }
+
+    /// Whether some target names a process by pid, as `discovery.process` targets do: a process
+    /// newer than the targets may then still be named once discovery has walked /proc again.
+    pub fn has_pids(&self) -> bool {
+        !self.by_pid.is_empty()
     }
 
     /// Whether some target is matched by container id (the session then scans cgroups).
@@ -264,5 +285,16 @@ mod tests {
         assert_eq!(get(d, "service_name"), Some("ebpf/unspecified"));
         assert!(t.profiles_everything());
         assert!(Targets::new(&[], true).resolve(5, || None).is_none());
+    }
+
+    #[test]
+    fn named_never_falls_back_to_the_default_target() {
+        let t = Targets::new(&[target(&[("__process_pid__", "7")])], false);
+        assert!(t.has_pids());
+        assert_eq!(t.named(7, || None).and_then(|t| t.pid), Some(7));
+        assert!(t.named(8, || None).is_none());
+        assert_eq!(t.resolve(8, || None), t.default_target());
+        assert!(Targets::new(&[], true).default_target().is_none());
+        assert!(!Targets::new(&[], false).has_pids());
     }
 }

@@ -22,6 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 /// Orders builds across all instances (and tests) of this process.
 static BUILD_SEQ: AtomicU64 = AtomicU64::new(0);
+/// Orders stops likewise (0: not stopped yet).
+static STOP_SEQ: AtomicU64 = AtomicU64::new(1);
 
 #[derive(Debug, Deserialize)]
 pub struct PassArgs {
@@ -36,6 +38,8 @@ pub struct Pass {
     pub updates: AtomicUsize,
     pub extra: Mutex<String>,
     pub stopped: AtomicBool,
+    /// When `run` returned, in [`STOP_SEQ`] order; 0 while running.
+    pub stop_seq: AtomicU64,
 }
 
 impl Pass {
@@ -98,6 +102,7 @@ impl Component for Pass {
             updates: AtomicUsize::new(0),
             extra: Mutex::new(String::new()),
             stopped: AtomicBool::new(false),
+            stop_seq: AtomicU64::new(0),
         };
         c.publish();
         Ok(c)
@@ -119,6 +124,8 @@ impl Component for Pass {
         }
         shutdown.cancelled().await;
         self.stopped.store(true, Ordering::SeqCst);
+        self.stop_seq
+            .store(STOP_SEQ.fetch_add(1, Ordering::SeqCst), Ordering::SeqCst);
         Ok(())
     }
 }

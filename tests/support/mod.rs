@@ -3,6 +3,7 @@
 
 pub mod alloy;
 pub mod corpus;
+pub mod ebpf;
 pub mod fake_kube;
 pub mod fake_querier;
 pub mod go;

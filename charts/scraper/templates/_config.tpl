@@ -238,6 +238,7 @@ pyroscope.ebpf "node" {
   forward_to       = {{ $receivers }}
   sample_rate      = {{ .Values.ebpf.sampleRate }}
   collect_interval = {{ .Values.ebpf.collectInterval | quote }}
+  demangle         = {{ .Values.ebpf.demangle | quote }}
 }
 {{- end }}
 {{- if .Values.backend.url }}

@@ -35,38 +35,58 @@ fn source_hash_matches_the_committed_object() {
 
 #[test]
 fn records_decode_and_frames_are_bounded() {
-    let mut b = vec![0u8; RECORD_SIZE];
+    let mut b = vec![0u8; RECORD_HEADER + 24];
     b[0..4].copy_from_slice(&42u32.to_ne_bytes());
     b[4..8].copy_from_slice(&43u32.to_ne_bytes());
     b[8..12].copy_from_slice(&2u32.to_ne_bytes());
     // A corrupt length is clamped to the array, never read past it.
     b[12..16].copy_from_slice(&1000u32.to_ne_bytes());
     b[16..20].copy_from_slice(b"spin");
-    b[32..40].copy_from_slice(&0x1000u64.to_ne_bytes());
-    b[40..48].copy_from_slice(&0x2000u64.to_ne_bytes());
+    b[REGS_AT..REGS_AT + 8].copy_from_slice(&0x10u64.to_ne_bytes());
+    b[REGS_AT + 8..REGS_AT + 16].copy_from_slice(&0x20u64.to_ne_bytes());
+    b[REGS_AT + 16..REGS_AT + 24].copy_from_slice(&0x30u64.to_ne_bytes());
+    // The stack length claims more than the record holds: cut to the 24 bytes there.
+    b[STACK_LEN_AT..STACK_LEN_AT + 4].copy_from_slice(&4096u32.to_ne_bytes());
+    b[FLAGS_AT..FLAGS_AT + 4].copy_from_slice(&RECORD_REGS.to_ne_bytes());
+    b[USER_AT..USER_AT + 8].copy_from_slice(&0x1000u64.to_ne_bytes());
+    b[USER_AT + 8..USER_AT + 16].copy_from_slice(&0x2000u64.to_ne_bytes());
+    b[RECORD_HEADER] = 0xab;
     let s = parse_record(&b).expect("decodes");
     assert_eq!((s.pid, s.tid), (42, 43));
     assert_eq!(s.user, [0x1000, 0x2000]);
     assert_eq!(s.kernel.len(), MAX_FRAMES);
     assert_eq!(&s.comm[..4], b"spin");
-    assert!(parse_record(&b[..RECORD_SIZE - 1]).is_none());
+    assert_eq!(
+        s.regs,
+        Some(UserRegs {
+            ip: 0x10,
+            sp: 0x20,
+            bp: 0x30
+        })
+    );
+    assert_eq!(s.stack.len(), 24);
+    assert_eq!(s.stack[0], 0xab);
+    // Without the flag the registers are not trusted.
+    b[FLAGS_AT..FLAGS_AT + 4].copy_from_slice(&0u32.to_ne_bytes());
+    assert_eq!(parse_record(&b).expect("decodes").regs, None);
+    assert!(parse_record(&b[..RECORD_HEADER - 1]).is_none());
 }
 
 #[test]
 fn ring_is_a_power_of_two_sized_for_the_drain_period() {
-    for (cpus, hz, ms) in [
-        (1, 97, 200),
-        (2, 97, 200),
-        (64, 97, 200),
-        (512, 997, 1000),
-        (1, 1, 0),
+    for (cpus, hz, ms, record) in [
+        (1, 97, 200, RECORD_HEADER),
+        (2, 97, 200, RECORD_HEADER + STACK_MAX as usize),
+        (64, 97, 200, RECORD_HEADER + 16384),
+        (512, 997, 1000, RECORD_HEADER),
+        (1, 1, 0, RECORD_HEADER),
     ] {
-        let size = ring_size(cpus, hz, ms);
+        let size = ring_size(cpus, hz, ms, record);
         assert!(size.is_power_of_two(), "{size}");
         assert!((256 << 10..=64 << 20).contains(&size), "{size}");
         let per_period = cpus as u64 * hz * ms.max(1) / 1000;
         assert!(
-            size as u64 >= (per_period * RING_RECORD_SIZE as u64).min(64 << 20),
+            size as u64 >= (per_period * (record + RING_OVERHEAD) as u64).min(64 << 20),
             "{cpus} cpus {hz} Hz {ms} ms: {size}"
         );
     }
@@ -103,6 +123,7 @@ fn samples_a_busy_process_through_the_ring() {
         kernel_frames: true,
         filter: true,
         drain_period_ms: 200,
+        stack_bytes: 16 * 1024,
     }) {
         Ok(s) => s,
         Err(e) => {
@@ -133,6 +154,15 @@ fn samples_a_busy_process_through_the_ring() {
         "empty user stack"
     );
     assert!(samples.iter().all(|s| s.comm.starts_with(b"sh")));
+    // Every user-mode sample carries its registers and the top of its stack, which starts
+    // at sp (so the copy is never empty: the page holding sp is resident).
+    assert!(
+        samples
+            .iter()
+            .all(|s| s.regs.is_some_and(|r| r.sp != 0 && r.ip != 0) && !s.stack.is_empty()),
+        "a sample without registers or stack copy"
+    );
+    assert!(samples.iter().all(|s| s.stack.len() <= 16 * 1024));
     let stats = sampler.stats();
     assert!(stats.samples >= samples.len() as u64, "{stats:?}");
     assert_eq!(stats.ring_full, 0, "{stats:?}");

@@ -293,6 +293,8 @@ impl Sink<'_> {
                         comm: self.comms.get(pid, tid),
                         user: frames.user,
                         kernel: frames.kernel,
+                        regs: None,
+                        stack: Vec::new(),
                     });
                 }
                 Ok(Record::Lost(lost)) => *self.lost = self.lost.saturating_add(lost.lost),

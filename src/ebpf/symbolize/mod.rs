@@ -21,11 +21,11 @@
 
 mod cache;
 mod demangle;
-mod elf;
-mod gopclntab;
+pub(crate) mod elf;
+pub(crate) mod gopclntab;
 mod kernel;
-mod maps;
-mod module;
+pub(crate) mod maps;
+pub(crate) mod module;
 mod vdso;
 
 #[cfg(test)]

@@ -247,7 +247,7 @@ impl Modules {
 /// Opens a mapped file through the process's root, so paths inside containers resolve. A
 /// deleted file is only reachable if it is the executable (`/proc/<pid>/exe`): the
 /// alternative, `map_files`, needs CAP_SYS_ADMIN.
-fn open_mapped(pid: u32, path: &Path, deleted: bool) -> Result<File, OpenError> {
+pub(crate) fn open_mapped(pid: u32, path: &Path, deleted: bool) -> Result<File, OpenError> {
     let shown = || path.display().to_string();
     if deleted {
         let exe = PathBuf::from(format!("/proc/{pid}/exe"));

@@ -11,7 +11,7 @@ mod cascade;
 mod metrics;
 mod node;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -255,15 +255,51 @@ impl Controller {
     }
 
     /// Stops every component and waits (bounded) for them to return from `run`.
+    ///
+    /// Components stop in waves, those no running component references first: a component
+    /// that forwards to another (`pyroscope.ebpf` and `pyroscope.scrape` to
+    /// `pyroscope.write`'s receiver) hands over what it still holds, such as a partial
+    /// collection interval, while its receiver still accepts. One deadline covers all waves.
     pub async fn shutdown(&self) {
-        self.inner.shutdown.cancel();
         let mut state = self.inner.state.lock().await;
-        let tasks: Vec<_> = state
+        let deadline = tokio::time::Instant::now() + STOP_TIMEOUT;
+        let mut stopped: HashSet<String> = HashSet::new();
+        loop {
+            let wave: Vec<String> = state
+                .nodes
+                .iter()
+                .filter(|(id, node)| {
+                    !stopped.contains(*id)
+                        && node
+                            .referenced_by
+                            .iter()
+                            .all(|d| stopped.contains(d) || !state.nodes.contains_key(d))
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            if wave.is_empty() {
+                break;
+            }
+            let mut tasks = Vec::new();
+            for id in wave {
+                if let Some(node) = state.nodes.get_mut(&id) {
+                    node.cancel.cancel();
+                    if let Some(task) = node.task.take() {
+                        tasks.push((id.clone(), task));
+                    }
+                }
+                stopped.insert(id);
+            }
+            wait_for_exit_until(tasks, deadline).await;
+        }
+        // The graph has no cycles, so every node was in a wave; this stops anything else.
+        self.inner.shutdown.cancel();
+        let rest: Vec<_> = state
             .nodes
             .values_mut()
             .filter_map(|n| n.task.take().map(|t| (n.id.clone(), t)))
             .collect();
-        wait_for_exit(tasks).await;
+        wait_for_exit_until(rest, deadline).await;
     }
 }
 
@@ -331,10 +367,17 @@ impl State {
 /// Waits for stopped components' tasks, giving up (and logging) after [`STOP_TIMEOUT`] so that a
 /// component ignoring cancellation cannot block a reload or shutdown forever.
 async fn wait_for_exit(tasks: Vec<(String, tokio::task::JoinHandle<()>)>) {
+    wait_for_exit_until(tasks, tokio::time::Instant::now() + STOP_TIMEOUT).await;
+}
+
+/// [`wait_for_exit`] with a deadline shared by several waits.
+async fn wait_for_exit_until(
+    tasks: Vec<(String, tokio::task::JoinHandle<()>)>,
+    deadline: tokio::time::Instant,
+) {
     if tasks.is_empty() {
         return;
     }
-    let deadline = tokio::time::Instant::now() + STOP_TIMEOUT;
     for (id, task) in tasks {
         if tokio::time::timeout_at(deadline, task).await.is_err() {
             tracing::warn!(component_id = %id, "component did not stop in time; abandoning it");
