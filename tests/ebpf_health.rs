@@ -369,56 +369,86 @@ async fn the_host_example_profiles_a_new_process_in_its_first_interval() {
         return;
     }
     let dir = open_dir();
-    let busy = build_c(dir.path());
+    // A name of its own: the example profiles every process on the host, the busy programs of
+    // the other tests included, and names each service after its executable.
+    const NAME: &str = "busy_first_interval";
+    let busy = compile(
+        "gcc",
+        &["-O2", "-fno-omit-frame-pointer"],
+        "tests/ebpf/busy.c",
+        dir.path(),
+        NAME,
+    );
     let receiver = PyroscopeReceiver::start().await;
     let url = receiver.url();
     let example = std::fs::read_to_string(support::go::repo().join("config/ebpf-host.alloy"))
         .expect("config/ebpf-host.alloy");
-    // The shipped example, with intervals short enough for a test: discovery walks /proc
-    // every 6 s, profiles are cut every 2 s, so the process below is sampled for several
-    // intervals before discovery first lists it.
-    let shortened = example
+    // The shipped example, with intervals short enough for a test (discovery walks /proc every
+    // 6 s, profiles are cut every 2 s, so the process below is sampled for a few intervals
+    // before discovery first lists it) and a `pid` sample label to tell processes apart.
+    let adapted = example
         .replace("refresh_interval = \"30s\"", "refresh_interval = \"6s\"")
-        .replace("collect_interval = \"15s\"", "collect_interval = \"2s\"");
-    assert_ne!(shortened, example, "the example's intervals moved");
+        .replace("collect_interval = \"15s\"", "collect_interval = \"2s\"")
+        .replace(
+            "targets_only     = false",
+            "targets_only     = false\n  pid_label        = true",
+        );
+    assert_eq!(
+        adapted.matches("\"6s\"").count()
+            + adapted.matches("\"2s\"").count()
+            + adapted.matches("pid_label").count(),
+        3,
+        "the example changed: {adapted}"
+    );
     let scraper = Scraper::start_with_env(
-        |addr| format!("{shortened}\n// {addr}\n"),
+        |addr| format!("{adapted}\n// {addr}\n"),
         &[("PYROSCOPE_URL", url.as_str())],
     )
     .await;
-    // Right after discovery's first walk (it runs before the config counts as loaded).
-    let spawned = SystemTime::now();
+    // Right after discovery's first walk (it runs before the config counts as loaded). Once
+    // `spawn` returns the process runs, so the interval it started in began before `started`.
     let target = spawn(&[], &busy);
+    let started = SystemTime::now();
+    let pid = target.pid().to_string();
     let got = scraper
         .wait(PATIENCE, |_| {
             let received = receiver.received();
-            profiles_of(&received, "busy_c")
+            profiles_of(&received, NAME)
                 .iter()
-                .any(|r| interval_start(r) <= spawned)
+                .any(|r| interval_start(r) <= started && has_pid(r, &pid))
         })
         .await;
     let info = scraper.component("pyroscope.ebpf.host").await;
     let received = receiver.received();
-    let starts: Vec<SystemTime> = profiles_of(&received, "busy_c")
+    let starts: Vec<SystemTime> = profiles_of(&received, NAME)
         .iter()
         .map(|r| interval_start(r))
         .collect();
     assert!(
         got,
-        "the interval the process started in has no busy_c profile (spawned {spawned:?}, \
+        "the interval pid {pid} started in has no {NAME} profile (started by {started:?}, \
          profiles start {starts:?})\n{info:#}\n{}",
         scraper.logs()
     );
-    // Its samples were not filed under the default target meanwhile.
+    // None of its samples was filed under the default target meanwhile.
     for r in profiles_of(&received, "ebpf/unspecified") {
-        let hot = stacks(&decode(&r.raw))
-            .iter()
-            .any(|(frames, _)| frames.iter().any(|f| f.function == "hot_c_spin"));
-        assert!(!hot, "busy_c sampled as ebpf/unspecified: {:?}", r.labels);
+        assert!(!has_pid(r, &pid), "pid {pid} sampled as ebpf/unspecified");
     }
     let filtered = &info["debugInfo"]["samples_filtered"];
     assert!(filtered.is_object(), "{info:#}");
     drop(target);
+}
+
+/// Whether a profile has samples of process `pid` (its `pid` sample label).
+fn has_pid(r: &Received, pid: &str) -> bool {
+    let p = decode(&r.raw);
+    let s = |i: i64| p.string_table.get(i as usize).map_or("", String::as_str);
+    p.sample.iter().any(|sample| {
+        sample
+            .label
+            .iter()
+            .any(|l| s(l.key) == "pid" && s(l.str) == pid)
+    })
 }
 
 /// When the interval a profile covers began.

@@ -12,6 +12,7 @@
 //! | `pyroscope_ebpf_samples_lost_total` | | samples the kernel could not deliver (ring or perf buffer full) |
 //! | `pyroscope_ebpf_samples_filtered_total` | reason | samples in no profile: `not_followed` (the BPF program's target filter skipped the process: it was no target when sampled), `no_target` (the process matched no target, checked again when the interval was collected) |
 //! | `pyroscope_ebpf_user_frames_total` | result | user-space frames in the profiles produced, weighted by samples: `symbolized` or `unknown` (`[unknown]`); the vDSO is not counted |
+//! | `pyroscope_ebpf_unwind_stacks_total` | result | user stacks unwound from the BPF program's stack copies: `complete`, or why one ended `[truncated]` (`stack_copy_exhausted`, `go_stack_switch`, `bad_frame`, `unknown_mapping`, `process_unreadable`, `depth_limit`, `no_stack_copy`; docs/EBPF.md) |
 //! | `pyroscope_ebpf_inaccessible_processes` | reason | at the last collection, processes the component should profile but cannot: `not_permitted` (no ptrace read access, so their files cannot be opened through /proc/<pid>/root: they cannot be symbolized, nor sampled by the perf fallback), `exited` (followed pids that no longer exist) |
 //!
 //! The first six are Alloy's (Alloy also has `pyroscope_ebpf_pprofs_dropped_total`, for
@@ -25,6 +26,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use super::unwind::{End, Reason};
 use crate::runtime::metrics::{Labels, MetricsRegistry, component_labels};
 
 /// The metric families, registered once per process.
@@ -38,6 +40,7 @@ pub struct EbpfMetrics {
     lost: Family<Labels, Counter>,
     filtered: Family<Labels, Counter>,
     user_frames: Family<Labels, Counter>,
+    unwind_stacks: Family<Labels, Counter>,
     inaccessible: Family<Labels, Gauge>,
 }
 
@@ -54,6 +57,7 @@ impl EbpfMetrics {
                 lost: Family::default(),
                 filtered: Family::default(),
                 user_frames: Family::default(),
+                unwind_stacks: Family::default(),
                 inaccessible: Family::default(),
             };
             r.register(
@@ -102,6 +106,11 @@ impl EbpfMetrics {
                 m.user_frames.clone(),
             );
             r.register(
+                "pyroscope_ebpf_unwind_stacks",
+                "User stacks unwound from stack copies, by how they ended: complete or why they were truncated",
+                m.unwind_stacks.clone(),
+            );
+            r.register(
                 "pyroscope_ebpf_inaccessible_processes",
                 "Processes to profile that could not be read or sampled at the last collection",
                 m.inaccessible.clone(),
@@ -141,6 +150,14 @@ impl EbpfMetrics {
             .user_frames
             .get_or_create(&with("result", "unknown"))
             .clone();
+        let mut unwind = Vec::with_capacity(Reason::ALL.len() + 1);
+        for result in std::iter::once("complete").chain(Reason::ALL.iter().map(|r| r.as_str())) {
+            let counter = self
+                .unwind_stacks
+                .get_or_create(&with("result", result))
+                .clone();
+            unwind.push((result, counter));
+        }
         let inaccessible_not_permitted = self
             .inaccessible
             .get_or_create(&with("reason", "not_permitted"))
@@ -160,6 +177,7 @@ impl EbpfMetrics {
             user_frames_unknown,
             inaccessible_not_permitted,
             inaccessible_exited,
+            unwind,
             all: self.clone(),
             base,
         }
@@ -181,9 +199,22 @@ pub struct ComponentMetrics {
     pub user_frames_unknown: Counter,
     pub inaccessible_not_permitted: Gauge,
     pub inaccessible_exited: Gauge,
+    /// `pyroscope_ebpf_unwind_stacks_total` by result.
+    unwind: Vec<(&'static str, Counter)>,
 }
 
 impl ComponentMetrics {
+    /// Counts one unwound user stack by how it ended.
+    pub fn unwound(&self, end: End) {
+        let result = match end {
+            End::Root => "complete",
+            End::Truncated(r) => r.as_str(),
+        };
+        if let Some((_, c)) = self.unwind.iter().find(|(r, _)| *r == result) {
+            c.inc();
+        }
+    }
+
     /// Counts one profile of `service_name` with `bytes` compressed bytes and `samples`
     /// samples, in Alloy's per-service series.
     pub fn pprof(&self, service_name: &str, bytes: u64, samples: u64) {
@@ -207,6 +238,9 @@ mod tests {
         m.filtered_no_target.inc_by(2);
         m.user_frames_unknown.inc_by(5);
         m.inaccessible_not_permitted.set(1);
+        m.unwound(End::Root);
+        m.unwound(End::Truncated(Reason::StackCopyExhausted));
+        m.unwound(End::Truncated(Reason::StackCopyExhausted));
         let text = registry.encode().expect("encode");
         for series in [
             "pyroscope_ebpf_pprofs_total{component_id=\"pyroscope.ebpf.x\"",
@@ -220,6 +254,9 @@ mod tests {
             "pyroscope_ebpf_inaccessible_processes{",
             "reason=\"not_permitted\"} 1",
             "pyroscope_ebpf_samples_lost_total{",
+            "result=\"complete\"} 1",
+            "result=\"stack_copy_exhausted\"} 2",
+            "result=\"go_stack_switch\"} 0",
         ] {
             assert!(text.contains(series), "{series} not in\n{text}");
         }

@@ -21,8 +21,8 @@ use super::perf::PerfSampler;
 use super::profile::{Interval, Shape};
 use super::sample::{RawSample, Sampler};
 use super::symbolize::{self, Frame, Symbolizer};
-use super::unwind::{End, Unwinder};
 use super::targets::{CONTAINER_LABEL, PID_LABEL, Target, Targets};
+use super::unwind::{End, Unwinder};
 use crate::discovery::process::container_id_of_pid;
 use crate::profiles::{Appendable as _, FanOut, Profile};
 
@@ -612,9 +612,8 @@ impl Runner {
         // (frame-pointer mode, the perf fallback) it is the frame-pointer walk.
         let mut unwound = Vec::new();
         let complete = s.regs.is_some().then(|| {
-            let end = self
-                .unwinder
-                .unwind(s.pid, s.regs, &s.stack, &mut unwound);
+            let end = self.unwinder.unwind(s.pid, s.regs, &s.stack, &mut unwound);
+            self.metrics.unwound(end);
             if end != End::Root {
                 unwound.push(TRUNCATED_ADDR);
             }
@@ -1159,6 +1158,51 @@ mod tests {
         ];
         for (kernel, user, depth, comm, want) in cases {
             let got = assemble(kernel, user, depth, None, comm);
+            assert_eq!(names(&got), want);
+        }
+    }
+
+    #[test]
+    fn the_unwinders_verdict_decides_truncation() {
+        // (user frames, unwinder says complete, expected)
+        let cases: Vec<(Vec<Frame>, Option<bool>, Vec<&str>)> = vec![
+            // Unwound to a root that is not in the name list (a thread's clone3 child in a
+            // libc we do not know): complete because CFI said so.
+            (
+                vec![f("leaf"), f("worker"), f("thread_entry_of_some_libc")],
+                Some(true),
+                vec!["leaf", "worker", "thread_entry_of_some_libc"],
+            ),
+            // The unwinder ran out of stack copy: marked even though frames look plausible.
+            (
+                vec![f("leaf"), f("level2")],
+                Some(false),
+                vec!["leaf", "level2", TRUNCATED_FRAME],
+            ),
+            // It failed one step past _start: the stack is complete all the same.
+            (
+                vec![f("leaf"), f("main"), f("_start")],
+                Some(false),
+                vec!["leaf", "main", "_start"],
+            ),
+            // Unwound stacks may be deeper than the frame-pointer walk's 127 frames.
+            (
+                {
+                    let mut v: Vec<Frame> = (0..200).map(|_| f("recurse")).collect();
+                    v.push(f("_start"));
+                    v
+                },
+                Some(false),
+                {
+                    let mut v: Vec<&str> = (0..200).map(|_| "recurse").collect();
+                    v.push("_start");
+                    v
+                },
+            ),
+        ];
+        for (user, complete, want) in cases {
+            let depth = user.len();
+            let got = assemble(vec![], user, depth, complete, None);
             assert_eq!(names(&got), want);
         }
     }

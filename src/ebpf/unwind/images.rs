@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use super::image::Image;
 use crate::budget::{Budget, Priority, Use};
+use crate::ebpf::symbolize::maps::Backing;
 use crate::ebpf::symbolize::maps::MapsEntry;
 use crate::ebpf::symbolize::module::{FileKey, open_mapped};
-use crate::ebpf::symbolize::maps::Backing;
 
 /// Upper bound on unwind images held, whatever the budget says: the CFI of a few hundred
 /// distinct libraries and executables.
@@ -25,7 +25,10 @@ pub(crate) type Shared = Arc<std::sync::Mutex<Image>>;
 
 #[derive(Debug)]
 enum Slot {
-    Loaded { image: Shared, last_used: u64 },
+    Loaded {
+        image: Shared,
+        last_used: u64,
+    },
     /// Not openable or not ELF: not tried again until evicted by [`Images::forget_failures`].
     Failed,
 }
@@ -169,7 +172,8 @@ impl Images {
             Slot::Loaded { image: other, .. } => !Arc::ptr_eq(other, &image),
             Slot::Failed => true,
         });
-        self.by_build_id.retain(|_, other| !Arc::ptr_eq(other, &image));
+        self.by_build_id
+            .retain(|_, other| !Arc::ptr_eq(other, &image));
         let bytes = image.lock().map(|i| i.bytes).unwrap_or(0);
         self.bytes = self.bytes.saturating_sub(bytes);
         self.evictions += 1;

@@ -25,6 +25,8 @@ mod images;
 mod signal;
 
 #[cfg(test)]
+mod census;
+#[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
@@ -201,13 +203,7 @@ impl Unwinder {
         end
     }
 
-    fn walk(
-        &mut self,
-        pid: u32,
-        regs: Option<UserRegs>,
-        stack: &[u8],
-        out: &mut Vec<u64>,
-    ) -> End {
+    fn walk(&mut self, pid: u32, regs: Option<UserRegs>, stack: &[u8], out: &mut Vec<u64>) -> End {
         let Some(regs) = regs else {
             return End::Truncated(Reason::NoStackCopy);
         };
@@ -278,17 +274,12 @@ impl Unwinder {
                         ),
                     }
                 }
-                Some(_) => proc.unwinder.unwind_frame(
-                    frame,
-                    &mut state,
-                    &mut self.cache,
-                    &mut |a| copy.read(a),
-                ),
+                Some(_) => {
+                    proc.unwinder
+                        .unwind_frame(frame, &mut state, &mut self.cache, &mut |a| copy.read(a))
+                }
                 None => return End::Truncated(Reason::UnknownMapping),
             };
-            if std::env::var("UNWIND_DEBUG").is_ok() {
-                eprintln!("pc {pc:x} region {:?} step {step:?} sp {:x}", region.map(|r| (r.range.clone(), r.bias, r.go, r.image.is_some())), state.sp());
-            }
             match step {
                 Ok(Some(0)) | Ok(None) => return End::Root,
                 Ok(Some(ra)) => {
@@ -422,7 +413,10 @@ struct StackCopy<'a> {
 impl StackCopy<'_> {
     fn read(&self, addr: u64) -> Result<u64, ()> {
         let off = addr.checked_sub(self.sp).ok_or(())? as usize;
-        let word = self.bytes.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
+        let word = self
+            .bytes
+            .get(off..off.checked_add(8).ok_or(())?)
+            .ok_or(())?;
         let mut w = [0u8; 8];
         w.copy_from_slice(word);
         Ok(u64::from_ne_bytes(w))
@@ -430,7 +424,12 @@ impl StackCopy<'_> {
 
     /// Why a read of `addr` failed.
     fn reason(&self, addr: u64) -> Reason {
-        if addr >= self.sp.saturating_add(self.bytes.len() as u64).saturating_sub(8) {
+        if addr
+            >= self
+                .sp
+                .saturating_add(self.bytes.len() as u64)
+                .saturating_sub(8)
+        {
             Reason::StackCopyExhausted
         } else {
             Reason::BadFrame

@@ -54,10 +54,7 @@ fn capture(max: usize) -> Captured {
     let mut buf = [std::ptr::null_mut(); 256];
     // SAFETY: the buffer has room for the 256 entries we allow.
     let n = unsafe { backtrace(buf.as_mut_ptr(), buf.len() as i32) };
-    let oracle = buf[..n.max(0) as usize]
-        .iter()
-        .map(|&p| p as u64)
-        .collect();
+    let oracle = buf[..n.max(0) as usize].iter().map(|&p| p as u64).collect();
     Captured {
         regs: UserRegs { ip, sp, bp },
         stack,
@@ -115,7 +112,11 @@ fn a_short_copy_ends_truncated_for_its_reason() {
     let mut unwinder = Unwinder::new(Budget::unlimited());
     let mut frames = Vec::new();
     let end = unwinder.unwind(std::process::id(), Some(c.regs), &c.stack, &mut frames);
-    assert_eq!(end, End::Truncated(Reason::StackCopyExhausted), "{frames:x?}");
+    assert_eq!(
+        end,
+        End::Truncated(Reason::StackCopyExhausted),
+        "{frames:x?}"
+    );
     assert!(!frames.is_empty());
     let mut none = Vec::new();
     assert_eq!(
@@ -140,4 +141,47 @@ fn a_gone_process_is_reported() {
     // Pids are below 2^22 on Linux.
     let end = unwinder.unwind(u32::MAX - 1, Some(regs), &[0; 64], &mut frames);
     assert_eq!(end, End::Truncated(Reason::ProcessUnreadable));
+}
+
+/// The mapping of a PIE's code starts at a page-aligned file offset that also lies in the
+/// read-only segment before it: the bias must come from the executable segment (the case of
+/// the test binary itself, where offset and address differ by a page).
+#[test]
+fn load_bias_uses_the_segment_the_mapping_holds() {
+    use crate::ebpf::symbolize::elf::Load;
+    let loads = [
+        Load {
+            offset: 0,
+            filesz: 0xba2818,
+            vaddr: 0,
+        },
+        Load {
+            offset: 0xba2840,
+            filesz: 0x1ecaf40,
+            vaddr: 0xba3840,
+        },
+    ];
+    let entry = |start: u64, end: u64, offset: u64| MapsEntry {
+        start,
+        end,
+        offset,
+        dev: 0,
+        inode: 1,
+        exec: true,
+        backing: Backing::Anonymous,
+    };
+    // r-xp at file offset 0xba2000, mapped at 0x5627e9a6d000 (page aligned).
+    let e = entry(0x5627_e9a6_d000, 0x5627_e9a6_d000 + 0x1ecc000, 0xba2000);
+    let bias = load_bias(&loads, &e).expect("a segment");
+    // Link-time 0xba3840 (the segment's start) is at the mapping start + 0x840.
+    assert_eq!(0xba3840u64.wrapping_add(bias), e.start + 0x840);
+    // A non-PIE executable: linked where it is mapped.
+    let loads = [Load {
+        offset: 0x1000,
+        filesz: 0x5000,
+        vaddr: 0x401000,
+    }];
+    let e = entry(0x401000, 0x406000, 0x1000);
+    assert_eq!(load_bias(&loads, &e), Some(0));
+    assert_eq!(load_bias(&[], &e), None);
 }
