@@ -1,6 +1,6 @@
-//! `pyroscope.ebpf` unwinds user stacks without frame pointers: `scraper run` profiles six
-//! busy programs whose hot leaf sits three calls below `main`, and nearly every sample must
-//! carry that whole chain.
+//! `pyroscope.ebpf` unwinds user stacks without frame pointers: `scraper run` profiles nine
+//! busy programs whose hot leaf sits calls below `main`, and nearly every sample must carry
+//! that whole chain.
 //!
 //! * `unwind_c`: tests/ebpf/unwind/chain.c, `gcc -O2 -fomit-frame-pointer`: no frame pointers,
 //!   only .eh_frame.
@@ -13,6 +13,13 @@
 //! * `unwind_go`, `unwind_go_stripped`: tests/go/unwind/main.go, `go build`, also with
 //!   `-ldflags=-s -w`. Go keeps frame pointers, but its leaf is frameless, which makes a
 //!   frame-pointer walk skip the leaf's caller.
+//!
+//! * `unwind_signal`: tests/ebpf/unwind/signal.c, whose time is mostly in a SIGALRM handler:
+//!   through the kernel's signal frame back into the interrupted code.
+//! * `unwind_deep`: tests/ebpf/unwind/deep.c, a leaf 151 calls below `main` (a kernel
+//!   frame-pointer walk keeps 127 frames).
+//! * `unwind_vdso`: tests/ebpf/unwind/vdso.c, whose time is in the vDSO's clock_gettime, called
+//!   through libc's.
 //!
 //! For each, over its samples weighted by value: the share whose stack holds the expected chain
 //! as one contiguous run from the hot leaf up to `main` (`main.main` for Go), and the share
@@ -56,6 +63,11 @@ const MAX_TRUNCATED: f64 = 0.02;
 /// there (a property of the fixture, checked so that it cannot silently stop being true).
 const MIN_IN_LIBC: f64 = 0.5;
 
+/// A program with several acceptable chains must have this share in its first one.
+const MIN_FIRST_CHAIN: f64 = 0.2;
+/// In a chain: any one frame of libc.
+const LIBC: &str = "<libc>";
+
 const TRUNCATED: &str = "[truncated]";
 const KERNEL_MODULE: &str = "[kernel.kallsyms]";
 
@@ -68,6 +80,8 @@ enum Leaf {
     /// comparator, called from inside libc) may appear: the chain starts at the first of the
     /// program's frames below libc's.
     Libc { callback: &'static str },
+    /// Kernel frames, then the vDSO's and libc's frames: the chain starts below them.
+    Vdso,
 }
 
 struct Program {
@@ -75,8 +89,11 @@ struct Program {
     name: &'static str,
     build: fn(&Path) -> PathBuf,
     /// The frames from the hot leaf to the program's `main`, leaf first, as the sampler names
-    /// them with `demangle = "simplified"`.
-    chain: &'static [&'static str],
+    /// them with `demangle = "simplified"`; a sample must carry one of these chains. `LIBC`
+    /// stands for any one frame of libc (whose names depend on its debug symbols). When there
+    /// are several, the first must hold at least [`MIN_FIRST_CHAIN`] of the samples, so the
+    /// fixture keeps testing what it is for.
+    chains: &'static [&'static [&'static str]],
     leaf: Leaf,
 }
 
@@ -93,7 +110,7 @@ fn programs() -> Vec<Program> {
                     "unwind_c",
                 )
             },
-            chain: &["chain_leaf", "chain_level2", "chain_level1", "main"],
+            chains: &[&["chain_leaf", "chain_level2", "chain_level1", "main"]],
             leaf: Leaf::Own,
         },
         Program {
@@ -110,7 +127,7 @@ fn programs() -> Vec<Program> {
             // libc's own frames (memset, memcpy, random, qsort and their internals) come first;
             // their names depend on the libc build (Debian's ships without .symtab), so the
             // chain is checked from the first frame of the program below them.
-            chain: &["libc_leaf", "libc_level2", "libc_level1", "main"],
+            chains: &[&["libc_leaf", "libc_level2", "libc_level1", "main"]],
             leaf: Leaf::Libc {
                 callback: "cmp_u32",
             },
@@ -127,12 +144,12 @@ fn programs() -> Vec<Program> {
                 )
             },
             // `simplified` drops template arguments and parameter lists.
-            chain: &[
+            chains: &[&[
                 "unwind::Spinner::spin",
                 "unwind::level2",
                 "unwind::level1",
                 "main",
-            ],
+            ]],
             leaf: Leaf::Own,
         },
         Program {
@@ -149,27 +166,86 @@ fn programs() -> Vec<Program> {
             // Up to the user's `chain::main`: above it are std's lang_start frames (how many,
             // and their names, change between Rust releases) and then C's `main`; whether the
             // walk reaches the root is what the truncated share measures.
-            chain: &[
+            chains: &[&[
                 "chain::leaf",
                 "chain::level2",
                 "chain::level1",
                 "chain::main",
-            ],
+            ]],
             leaf: Leaf::Own,
         },
         Program {
             name: "unwind_go",
             build: |dir| build_go("tests/go/unwind/main.go", dir, "unwind_go", false),
-            chain: GO_CHAIN,
+            chains: &[GO_CHAIN],
             leaf: Leaf::Own,
         },
         Program {
             name: "unwind_go_stripped",
             build: |dir| build_go("tests/go/unwind/main.go", dir, "unwind_go_stripped", true),
-            chain: GO_CHAIN,
+            chains: &[GO_CHAIN],
             leaf: Leaf::Own,
         },
+        Program {
+            name: "unwind_signal",
+            build: |dir| {
+                compile(
+                    "gcc",
+                    &["-O2", "-fomit-frame-pointer"],
+                    "tests/ebpf/unwind/signal.c",
+                    dir,
+                    "unwind_signal",
+                )
+            },
+            // In the SIGALRM handler, through the signal frame (libc's __restore_rt) into the
+            // interrupted loop; or in the loop itself.
+            chains: &[
+                &["alarm_work", "on_alarm", LIBC, "spin_main", "main"],
+                &["spin_main", "main"],
+            ],
+            leaf: Leaf::Own,
+        },
+        Program {
+            name: "unwind_deep",
+            build: |dir| {
+                compile(
+                    "gcc",
+                    &["-O2", "-fomit-frame-pointer"],
+                    "tests/ebpf/unwind/deep.c",
+                    dir,
+                    "unwind_deep",
+                )
+            },
+            chains: deep_chains(),
+            leaf: Leaf::Own,
+        },
+        Program {
+            name: "unwind_vdso",
+            build: |dir| {
+                compile(
+                    "gcc",
+                    &["-O2", "-fomit-frame-pointer"],
+                    "tests/ebpf/unwind/vdso.c",
+                    dir,
+                    "unwind_vdso",
+                )
+            },
+            chains: &[&["vdso_level2", "vdso_level1", "main"]],
+            leaf: Leaf::Vdso,
+        },
     ]
+}
+
+/// deep.c's chain: its leaf under 151 calls of `deep` (DEPTH 150 down to 0) under `main`,
+/// deeper than a kernel frame-pointer walk's 127 frames.
+fn deep_chains() -> &'static [&'static [&'static str]] {
+    static CHAINS: std::sync::OnceLock<Vec<&'static [&'static str]>> = std::sync::OnceLock::new();
+    CHAINS.get_or_init(|| {
+        let mut chain = vec!["deep_leaf"];
+        chain.extend(std::iter::repeat_n("deep", 151));
+        chain.push("main");
+        vec![chain.leak()]
+    })
 }
 
 /// Up to `main.main`; `runtime.main` and `runtime.goexit` above it are the truncated share's
@@ -264,6 +340,8 @@ struct Verdict {
     samples: f64,
     /// Shares of the total value.
     chain: f64,
+    /// Share carrying the first of the program's chains.
+    first_chain: f64,
     truncated: f64,
     /// Share whose first user frame is in libc (reported for every program, checked for the
     /// libc one).
@@ -276,9 +354,13 @@ fn is_libc(f: &Frame) -> bool {
     f.module.starts_with("libc.so") || f.module.starts_with("libc-")
 }
 
-/// Whether a stack (leaf first) holds `p`'s chain as one contiguous run starting where `p`'s
+fn is_vdso(f: &Frame) -> bool {
+    f.module == "[vdso]"
+}
+
+/// Whether a stack (leaf first) holds `chain` of `p` as one contiguous run starting where `p`'s
 /// own code starts.
-fn has_chain(p: &Program, frames: &[Frame]) -> bool {
+fn has_chain(p: &Program, chain: &[&str], frames: &[Frame]) -> bool {
     let user = frames
         .iter()
         .skip_while(|f| f.module == KERNEL_MODULE)
@@ -289,13 +371,17 @@ fn has_chain(p: &Program, frames: &[Frame]) -> bool {
             .iter()
             .position(|f| !(is_libc(f) || f.function == callback))
             .unwrap_or(user.len()),
+        Leaf::Vdso => user
+            .iter()
+            .position(|f| !(is_libc(f) || is_vdso(f)))
+            .unwrap_or(user.len()),
     };
     let rest = &user[from..];
-    rest.len() >= p.chain.len()
+    rest.len() >= chain.len()
         && rest
             .iter()
-            .zip(p.chain)
-            .all(|(f, want)| f.function == *want)
+            .zip(chain)
+            .all(|(f, want)| f.function == *want || (*want == LIBC && is_libc(f)))
 }
 
 fn judge(p: &Program, profiles: &[&Received]) -> Verdict {
@@ -303,7 +389,8 @@ fn judge(p: &Program, profiles: &[&Received]) -> Verdict {
         profiles: profiles.len(),
         ..Verdict::default()
     };
-    let (mut total, mut chain, mut truncated, mut in_libc) = (0i64, 0i64, 0i64, 0i64);
+    let (mut total, mut chain, mut first, mut truncated, mut in_libc) =
+        (0i64, 0i64, 0i64, 0i64, 0i64);
     let mut failing: HashMap<Vec<String>, i64> = HashMap::new();
     for r in profiles {
         let profile = decode(&r.raw);
@@ -311,7 +398,10 @@ fn judge(p: &Program, profiles: &[&Received]) -> Verdict {
         for (frames, value) in stacks(&profile) {
             total += value;
             v.samples += value as f64 / period as f64;
-            let whole = has_chain(p, &frames);
+            let whole = p.chains.iter().any(|c| has_chain(p, c, &frames));
+            if p.chains.first().is_some_and(|c| has_chain(p, c, &frames)) {
+                first += value;
+            }
             let cut = frames.iter().any(|f| f.function == TRUNCATED);
             if whole {
                 chain += value;
@@ -322,7 +412,7 @@ fn judge(p: &Program, profiles: &[&Received]) -> Verdict {
             if frames
                 .iter()
                 .find(|f| f.module != KERNEL_MODULE)
-                .is_some_and(is_libc)
+                .is_some_and(|f| is_libc(f) || is_vdso(f))
             {
                 in_libc += value;
             }
@@ -334,6 +424,7 @@ fn judge(p: &Program, profiles: &[&Received]) -> Verdict {
     }
     let share = |x: i64| x as f64 / total.max(1) as f64;
     v.chain = share(chain);
+    v.first_chain = share(first);
     v.truncated = share(truncated);
     v.in_libc = share(in_libc);
     let mut failing: Vec<(Vec<String>, i64)> = failing.into_iter().collect();
@@ -369,6 +460,26 @@ fn sample_count(profiles: &[&Received]) -> f64 {
         .sum()
 }
 
+/// A stack for printing, leaf first, with runs of one frame shown once with their count.
+fn compact<S: AsRef<str>>(frames: &[S]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < frames.len() {
+        let name = frames[i].as_ref();
+        let run = frames[i..]
+            .iter()
+            .take_while(|f| f.as_ref() == name)
+            .count();
+        out.push(if run > 1 {
+            format!("{name} x{run}")
+        } else {
+            name.to_string()
+        });
+        i += run;
+    }
+    out.join(" <- ")
+}
+
 fn table(programs: &[Program], verdicts: &[Verdict]) -> String {
     let mut out = format!(
         "{:<20} {:>8} {:>8} {:>12} {:>11} {:>9}\n",
@@ -388,7 +499,7 @@ fn table(programs: &[Program], verdicts: &[Verdict]) -> String {
             out.push_str(&format!(
                 "    failing {:>5.1}%: {}\n",
                 share * 100.0,
-                frames.join(" <- ")
+                compact(frames)
             ));
         }
     }
@@ -456,7 +567,10 @@ async fn bpf_unwinds_programs_without_frame_pointers_to_main() {
         "\nstacks leaf first; expected chains:\n{}\n{}",
         programs
             .iter()
-            .map(|p| format!("    {:<20} {}", p.name, p.chain.join(" <- ")))
+            .map(|p| {
+                let chains: Vec<String> = p.chains.iter().map(|c| compact(c)).collect();
+                format!("    {:<20} {}", p.name, chains.join("\n    {:<20} or "))
+            })
             .collect::<Vec<_>>()
             .join("\n"),
         table(&programs, &verdicts)
@@ -487,7 +601,16 @@ async fn bpf_unwinds_programs_without_frame_pointers_to_main() {
                 MAX_TRUNCATED * 100.0
             ));
         }
-        if matches!(p.leaf, Leaf::Libc { .. }) && v.in_libc < MIN_IN_LIBC {
+        if p.chains.len() > 1 && v.first_chain < MIN_FIRST_CHAIN {
+            failed.push(format!(
+                "{}: only {:.1}% of samples carry its first chain, so the fixture no longer \
+                 tests it (want >= {:.0}%)",
+                p.name,
+                v.first_chain * 100.0,
+                MIN_FIRST_CHAIN * 100.0
+            ));
+        }
+        if matches!(p.leaf, Leaf::Libc { .. } | Leaf::Vdso) && v.in_libc < MIN_IN_LIBC {
             failed.push(format!(
                 "{}: only {:.1}% of samples are inside libc, so the fixture no longer tests \
                  unwinding out of libc (want >= {:.0}%)",

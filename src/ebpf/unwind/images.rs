@@ -114,9 +114,16 @@ impl Images {
             return Some(shared);
         }
         self.make_room(image.bytes);
-        image.reservation = self
-            .budget
-            .try_reserve(Use::Ebpf, Priority::Low, image.bytes);
+        // The budget is shared with everything else: make room from our own least recently
+        // used tables before giving up on this one.
+        loop {
+            image.reservation = self
+                .budget
+                .try_reserve(Use::Ebpf, Priority::Low, image.bytes);
+            if image.reservation.is_some() || !self.evict_oldest() {
+                break;
+            }
+        }
         if image.reservation.is_none() {
             self.budget.count_shed(Use::Ebpf, Priority::Low);
             tracing::debug!(module = %name, bytes = image.bytes, "memory budget refuses this unwind table; its frames use frame pointers");
@@ -142,24 +149,32 @@ impl Images {
     }
 
     /// Drops least recently used images until `incoming` more bytes fit under [`MAX_BYTES`]
-    /// and the budget's low-priority share.
+    /// and the budget is not over its low-priority share.
     fn make_room(&mut self, incoming: u64) {
-        while !self.by_file.is_empty()
-            && (self.bytes + incoming > MAX_BYTES || self.budget.over(Priority::Low))
-        {
-            let Some(oldest) = self
-                .by_file
-                .iter()
-                .filter_map(|(k, s)| match s {
-                    Slot::Loaded { last_used, .. } => Some((*last_used, k.clone())),
-                    Slot::Failed => None,
-                })
-                .min_by_key(|(t, _)| *t)
-                .map(|(_, k)| k)
-            else {
+        while self.bytes + incoming > MAX_BYTES || self.budget.over(Priority::Low) {
+            if !self.evict_oldest() {
                 return;
-            };
-            self.evict(&oldest);
+            }
+        }
+    }
+
+    /// Drops the least recently used image; false when there is none.
+    fn evict_oldest(&mut self) -> bool {
+        let oldest = self
+            .by_file
+            .iter()
+            .filter_map(|(k, s)| match s {
+                Slot::Loaded { last_used, .. } => Some((*last_used, k.clone())),
+                Slot::Failed => None,
+            })
+            .min_by_key(|(t, _)| *t)
+            .map(|(_, k)| k);
+        match oldest {
+            Some(key) => {
+                self.evict(&key);
+                true
+            }
+            None => false,
         }
     }
 
@@ -183,5 +198,73 @@ impl Images {
     /// one we can read).
     pub fn forget_failures(&mut self) {
         self.by_file.retain(|_, s| matches!(s, Slot::Loaded { .. }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ebpf::symbolize::maps;
+
+    /// This process's executable mapping of `path_part`.
+    fn own_entry(path_part: &str) -> MapsEntry {
+        let text = std::fs::read("/proc/self/maps").expect("own maps");
+        maps::parse(&text)
+            .into_iter()
+            .find(|e| {
+                matches!(&e.backing, Backing::File { path, .. }
+                    if path.to_string_lossy().contains(path_part))
+            })
+            .unwrap_or_else(|| panic!("no executable mapping of {path_part}"))
+    }
+
+    fn exe_name() -> String {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .expect("own executable name")
+    }
+
+    #[test]
+    fn images_are_shared_and_evicted_least_recently_used_under_the_budget() {
+        let pid = std::process::id();
+        let exe = own_entry(&exe_name());
+        let libc = own_entry("libc.so");
+        let name: Arc<str> = Arc::from("x");
+
+        // Sizes first, without a limit; a second lookup is the same image.
+        let mut free = Images::new(Budget::unlimited());
+        let a = free.get(pid, &exe, &name).expect("own executable has CFI");
+        let b = free.get(pid, &exe, &name).expect("cached");
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(free.loads, 1);
+        let exe_bytes = a.lock().expect("lock").bytes;
+        let libc_bytes = free
+            .get(pid, &libc, &name)
+            .expect("libc has CFI")
+            .lock()
+            .expect("lock")
+            .bytes;
+        assert_eq!(free.bytes(), exe_bytes + libc_bytes);
+
+        // A budget whose low-priority share (70 %) holds either file but not both: loading
+        // libc after the executable evicts the executable's table.
+        let limit = (exe_bytes + libc_bytes / 2) * 10 / 7;
+        let budget = Budget::new(limit);
+        let mut images = Images::new(budget.clone());
+        drop(images.get(pid, &exe, &name).expect("fits"));
+        assert_eq!(budget.used_by(Use::Ebpf), exe_bytes);
+        drop(images.get(pid, &libc, &name).expect("fits after eviction"));
+        assert_eq!(images.evictions, 1);
+        assert_eq!(images.bytes(), libc_bytes);
+        assert_eq!(budget.used_by(Use::Ebpf), libc_bytes);
+
+        // A table larger than the whole share is refused, and its file not tried again.
+        let tiny = Budget::new(libc_bytes / 2);
+        let mut refused = Images::new(tiny.clone());
+        assert!(refused.get(pid, &libc, &name).is_none());
+        assert!(refused.get(pid, &libc, &name).is_none());
+        assert_eq!((refused.failures, refused.loads), (1, 0));
+        assert_eq!(tiny.used_by(Use::Ebpf), 0);
     }
 }

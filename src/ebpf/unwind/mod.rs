@@ -232,20 +232,30 @@ impl Unwinder {
                 return End::Truncated(Reason::ProcessUnreadable);
             };
             let region = proc.region(frame.address_for_lookup());
-            // A return address into `__restore_rt`: the caller is the interrupted code, whose
-            // registers the kernel saved in the signal frame.
-            if frame.is_return_address()
-                && let Some(r) = region
+            // A return address into a signal trampoline (or, for the first frame, a pc inside
+            // one, as when the sample lands in rt_sigreturn itself): the caller is the
+            // interrupted code, whose registers the kernel saved in the signal frame.
+            if let Some(r) = region
                 && let Some(image) = &r.image
-                && signal::is_sigreturn(image, pc - r.bias)
+                && signal::in_trampoline(image, pc - r.bias, frame.is_return_address())
             {
                 let Some(interrupted) = signal::interrupted(&copy, state.sp()) else {
                     return End::Truncated(copy.reason(state.sp() + signal::UCONTEXT_RIP));
                 };
                 self.stats.signal_frames += 1;
+                if frame.is_return_address()
+                    && let Some(last) = out.last_mut()
+                {
+                    // The kernel made the trampoline's first instruction the handler's return
+                    // address: it is not after a call, so it is named as it is (see below).
+                    *last = pc + 1;
+                }
                 state = UnwindRegsX86_64::new(interrupted.ip, interrupted.sp, interrupted.bp);
                 frame = FrameAddress::from_instruction_pointer(interrupted.ip);
-                out.push(interrupted.ip);
+                // Addresses after the first are return addresses, which the symbolizer looks up
+                // one byte back (inside the call); an interrupted instruction is no return
+                // address, so it goes in one byte on to be named exactly.
+                out.push(interrupted.ip.wrapping_add(1));
                 continue;
             }
             let sp_before = state.sp();

@@ -30,12 +30,26 @@ const UCONTEXT_RBP: u64 = MCONTEXT + 10 * 8;
 const UCONTEXT_RSP: u64 = MCONTEXT + 15 * 8;
 pub(super) const UCONTEXT_RIP: u64 = MCONTEXT + 16 * 8;
 
-/// Whether the code at link-time address `vaddr` of `image` is a sigreturn trampoline.
-pub(super) fn is_sigreturn(image: &Shared, vaddr: u64) -> bool {
+/// Whether link-time address `vaddr` of `image` is in a sigreturn trampoline: its first
+/// instruction when `vaddr` is a return address (where the kernel sends the handler's `ret`),
+/// else any instruction boundary of it (a sample taken in the trampoline, or in the
+/// `rt_sigreturn` system call with the pc after `syscall`).
+pub(super) fn in_trampoline(image: &Shared, vaddr: u64, return_address: bool) -> bool {
     let Ok(mut image) = image.lock() else {
         return false;
     };
-    image.is_sigreturn(vaddr, LONGEST, matches_trampoline)
+    // Offsets of the instruction boundaries in the two trampolines: glibc's/Go's 7-byte `mov`,
+    // musl's 5-byte one, each followed by the 2-byte `syscall`.
+    let starts: &[u64] = if return_address {
+        &[0]
+    } else {
+        &[0, 5, 7, 9]
+    };
+    starts.iter().any(|&back| {
+        vaddr
+            .checked_sub(back)
+            .is_some_and(|start| image.is_sigreturn(start, LONGEST, matches_trampoline))
+    })
 }
 
 fn matches_trampoline(code: &[u8]) -> bool {
