@@ -83,10 +83,7 @@ impl Image {
     /// from memory).
     pub fn load(file: File, name: Arc<str>) -> Result<Image, ImageError> {
         let info = elf::read_info(&file)?;
-        let (text, got, eh_frame, eh_frame_hdr, debug_frame) = {
-            let cache = ReadCache::new(&file);
-            read_sections(&cache)?
-        };
+        let sections = read_sections(&ReadCache::new(&file))?;
         let go = match info.gopclntab {
             Some(section) => match GoTable::load(&file, section, info.text_addr) {
                 Ok(table) => Some(Go {
@@ -101,48 +98,31 @@ impl Image {
             },
             None => None,
         };
-        Ok(Self::assemble(
-            name,
-            info,
-            text,
-            got,
-            eh_frame,
-            eh_frame_hdr,
-            debug_frame,
-            go,
-            Code::File(file),
-        ))
+        Ok(Self::assemble(name, info, sections, go, Code::File(file)))
     }
 
     /// The same from an image in memory (the vDSO, which has no file).
     pub fn from_bytes(image: &[u8], name: Arc<str>) -> Result<Image, ImageError> {
         let info = elf::parse_info(image)?;
-        let (text, got, eh_frame, eh_frame_hdr, debug_frame) = read_sections(image)?;
-        Ok(Self::assemble(
-            name,
-            info,
+        let sections = read_sections(image)?;
+        let code = Code::Memory(Bytes(Arc::from(image)));
+        Ok(Self::assemble(name, info, sections, None, code))
+    }
+
+    fn assemble(
+        name: Arc<str>,
+        info: ElfInfo,
+        sections: Sections,
+        go: Option<Go>,
+        code: Code,
+    ) -> Image {
+        let Sections {
             text,
             got,
             eh_frame,
             eh_frame_hdr,
             debug_frame,
-            None,
-            Code::Memory(Bytes(Arc::from(image))),
-        ))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn assemble(
-        name: Arc<str>,
-        info: ElfInfo,
-        text: Option<Range<u64>>,
-        got: Option<Range<u64>>,
-        eh_frame: Section,
-        eh_frame_hdr: Section,
-        debug_frame: Option<Bytes>,
-        go: Option<Go>,
-        code: Code,
-    ) -> Image {
+        } = sections;
         let len = |s: &Option<Bytes>| s.as_ref().map_or(0, |b| b.len() as u64);
         let bytes = len(&eh_frame.data)
             + len(&eh_frame_hdr.data)
@@ -269,13 +249,14 @@ impl Image {
     }
 }
 
-type Sections = (
-    Option<Range<u64>>,
-    Option<Range<u64>>,
-    Section,
-    Section,
-    Option<Bytes>,
-);
+/// What an image keeps of the file's sections.
+struct Sections {
+    text: Option<Range<u64>>,
+    got: Option<Range<u64>>,
+    eh_frame: Section,
+    eh_frame_hdr: Section,
+    debug_frame: Option<Bytes>,
+}
 
 fn read_sections<'data, R: object::ReadRef<'data>>(data: R) -> Result<Sections, ImageError> {
     let obj = object::File::parse(data)?;
@@ -304,11 +285,11 @@ fn read_sections<'data, R: object::ReadRef<'data>>(data: R) -> Result<Sections, 
         }
         _ => None,
     };
-    Ok((
-        range(".text"),
-        range(".got"),
+    Ok(Sections {
+        text: range(".text"),
+        got: range(".got"),
         eh_frame,
         eh_frame_hdr,
         debug_frame,
-    ))
+    })
 }
