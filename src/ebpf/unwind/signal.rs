@@ -40,11 +40,7 @@ pub(super) fn in_trampoline(image: &Shared, vaddr: u64, return_address: bool) ->
     };
     // Offsets of the instruction boundaries in the two trampolines: glibc's/Go's 7-byte `mov`,
     // musl's 5-byte one, each followed by the 2-byte `syscall`.
-    let starts: &[u64] = if return_address {
-        &[0]
-    } else {
-        &[0, 5, 7, 9]
-    };
+    let starts: &[u64] = if return_address { &[0] } else { &[0, 5, 7, 9] };
     starts.iter().any(|&back| {
         vaddr
             .checked_sub(back)
