@@ -125,7 +125,8 @@ run_with_scraper() {
   "$WORK/busy_c" "$((RUN + WARMUP))" > "$WORK/b.out" & local b=$!
   sleep "$WARMUP"
   local addr
-  addr=$(grep -o 'now listening for http traffic addr=[^ ]*' "$WORK/scraper.err" | head -1 | sed 's/.*addr=//')
+  # The log line reads `msg="now listening for http traffic" addr=127.0.0.1:PORT`.
+  addr=$(grep 'now listening for http traffic' "$WORK/scraper.err" | grep -o 'addr=[^ ]*' | head -1 | sed 's/addr=//')
   local bpf0 info0 t0 s0
   bpf0=$(bpf_prog_stats $spid)
   info0=$(debug_fields "$addr")

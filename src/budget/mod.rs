@@ -2,8 +2,8 @@
 //!
 //! Memory that grows with load is accounted here before it is taken: scraped bodies while
 //! they download, the working memory of decoding and subtracting a profile, the delta state
-//! each cumulative series keeps, what waits in the write and store queues, and the request
-//! bodies `pyroscope.receive_http` converts. Each of those is a [`Reservation`] that gives its
+//! each cumulative series keeps, what waits in the write and store queues, the request
+//! bodies `pyroscope.receive_http` converts, and `pyroscope.ebpf`'s unwind tables. Each of those is a [`Reservation`] that gives its
 //! bytes back when dropped, so the accounted total is always what is live.
 //!
 //! The policy when the budget is short (docs/PERFORMANCE.md, "Memory budget"):
@@ -23,6 +23,10 @@
 //!   no room. Idle decoders are kept only while their buffers fit (low priority). A request to
 //!   `pyroscope.receive_http` whose conversion has no room (normal priority) is answered
 //!   429 (`resource_exhausted`) and counted: the client keeps the profiles and retries.
+//! * `pyroscope.ebpf`'s unwind tables (the call-frame information of sampled binaries) are a
+//!   cache at low priority: the component drops its least recently used tables to fit, and a
+//!   table that still does not fit is not loaded (counted as shed); that binary's frames are
+//!   then walked by frame pointers.
 //! * Memory the accounting cannot see (connections, tasks, discovery, the allocator's slack) is
 //!   measured: a sampler reads the process's RSS and takes what RSS exceeds the accounted
 //!   total off the budget, so the whole process, not only the accounted part, stays within
