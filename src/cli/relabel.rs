@@ -23,7 +23,8 @@ use clap::Args;
 
 use crate::components;
 use crate::discovery::relabel::{self as component, Arguments};
-use crate::relabel::{Action, LabelSet, RuleConfig, TraceStep, go_quote};
+use crate::gocompat::quote as go_quote;
+use crate::relabel::{Action, LabelSet, RuleConfig, TraceStep};
 use crate::runtime;
 use crate::syntax::ast::{Block, Span, Stmt};
 use crate::syntax::decode;

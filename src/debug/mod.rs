@@ -23,7 +23,7 @@ pub mod format;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde::Deserialize;
 use std::io::Write as _;
@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use self::format::{Verbosity, render, summarize};
 use crate::profiles::{Appendable, Profile, Receiver};
 use crate::runtime::{BoxError, Component, ComponentOptions};
+use crate::sync::lock;
 use crate::syntax::value::Value;
 
 /// Profiles waiting to be printed before new ones are dropped.
@@ -107,14 +108,10 @@ fn exports(receiver: &Arc<Receiver>) -> Value {
     Value::Object(m)
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Debug {
     /// Renders one profile and remembers its summary.
     fn show(&self, profile: &Profile) -> String {
-        let args = self.args.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let args = crate::sync::read(&self.args).clone();
         let seq = self.printed.fetch_add(1, Ordering::Relaxed) + 1;
         let summary = summarize(profile, args.top_stacks);
         let text = render(&self.id, seq, &summary, args.verbosity);
@@ -169,7 +166,7 @@ impl Component for Debug {
     }
 
     fn update(&self, args: Arguments) -> Result<(), BoxError> {
-        *self.args.write().unwrap_or_else(|e| e.into_inner()) = args;
+        *crate::sync::write(&self.args) = args;
         Ok(())
     }
 

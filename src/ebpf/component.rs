@@ -1,7 +1,7 @@
 //! The `pyroscope.ebpf` component: arguments in, a [`Session`] running, profiles out to
 //! `forward_to`.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
@@ -10,6 +10,7 @@ use super::metrics::{ComponentMetrics, EbpfMetrics};
 use super::session::{Mode, Session};
 use crate::profiles::FanOut;
 use crate::runtime::{BoxError, Component, ComponentOptions, Health};
+use crate::sync::lock;
 
 /// The running component.
 pub struct Ebpf {
@@ -17,10 +18,6 @@ pub struct Ebpf {
     session: Mutex<Session>,
     unsupported: Mutex<Vec<String>>,
     _metrics: ComponentMetrics,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn warn_unsupported(args: &Arguments) {

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -25,6 +25,7 @@ use super::targets::{CONTAINER_LABEL, PID_LABEL, Target, Targets};
 use super::unwind::{End, Unwinder};
 use crate::discovery::process::container_id_of_pid;
 use crate::profiles::{Appendable as _, FanOut, Profile};
+use crate::sync::lock;
 
 /// How often the sampler is drained: sizes the BPF ring, bounds the delay before a sample's
 /// process is symbolized (processes that exit sooner lose their user frames).
@@ -175,10 +176,6 @@ struct Shared {
     /// New arguments, taken by the thread at its next tick.
     pending: Mutex<Option<Arguments>>,
     status: Mutex<Status>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The running session; dropping it stops the thread.

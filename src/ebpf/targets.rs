@@ -157,29 +157,9 @@ fn set(labels: &mut Vec<Label>, name: &str, value: &str) {
     }
 }
 
-/// Alloy's inference when a target has no `service_name`: the pod annotation, then
-/// `ebpf/<namespace>/<container>`, then the Docker container or Swarm service name, then
-/// `ebpf/unspecified`.
+/// Alloy's inference when a target has no `service_name`, with the `ebpf/` prefix.
 fn infer_service_name(labels: &crate::relabel::LabelSet) -> String {
-    let get = |k: &str| labels.get(k).filter(|v| !v.is_empty());
-    if let Some(name) = get("__meta_kubernetes_pod_annotation_pyroscope_io_service_name") {
-        return name.to_string();
-    }
-    if let (Some(ns), Some(container)) = (
-        get("__meta_kubernetes_namespace"),
-        get("__meta_kubernetes_pod_container_name"),
-    ) {
-        return format!("ebpf/{ns}/{container}");
-    }
-    if let Some(name) = get("__meta_docker_container_name") {
-        return name.to_string();
-    }
-    if let Some(name) = get("__meta_dockerswarm_container_label_service_name")
-        .or_else(|| get("__meta_dockerswarm_service_name"))
-    {
-        return name.to_string();
-    }
-    "ebpf/unspecified".to_string()
+    crate::profiles::service_name::infer(|k| labels.get(k), "ebpf/")
 }
 
 #[cfg(test)]

@@ -438,7 +438,7 @@ fn combined_fields<T: DeserializeOwned + 'static>() -> (&'static str, &'static [
     type Cache = Mutex<HashMap<TypeId, (&'static str, &'static [&'static str])>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = crate::sync::lock(cache);
     *cache.entry(TypeId::of::<T>()).or_insert_with(|| {
         let (name, own) = match T::deserialize(Probe) {
             Err(ProbeResult::Struct(name, fields)) => (name, fields),

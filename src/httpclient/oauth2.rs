@@ -147,20 +147,7 @@ impl TokenSource {
     }
 }
 
-/// Go's `url.QueryEscape`: unreserved bytes kept, space as `+`, everything else `%XX`.
-fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
+use crate::gocompat::query_escape;
 
 #[cfg(test)]
 mod tests {

@@ -24,7 +24,7 @@ impl Collect {
 
     /// What was appended so far.
     pub fn got(&self) -> MutexGuard<'_, Vec<Profile>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.0)
     }
 
     /// Takes what was appended so far.

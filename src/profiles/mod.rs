@@ -15,6 +15,8 @@
 //!                                    └──► pyroscope.relabel.b receiver ──► ...
 //! ```
 
+pub mod service_name;
+
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -159,7 +161,7 @@ impl FanOut {
 
     /// Replaces the receivers; batches already being appended finish with the old list.
     pub fn set(&self, receivers: Vec<CapsuleRef<Receiver>>) {
-        let mut guard = self.receivers.write().unwrap_or_else(|e| e.into_inner());
+        let mut guard = crate::sync::write(&self.receivers);
         *guard = receivers.into();
     }
 
@@ -173,10 +175,7 @@ impl FanOut {
     }
 
     fn current(&self) -> Arc<[CapsuleRef<Receiver>]> {
-        self.receivers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        crate::sync::read(&self.receivers).clone()
     }
 }
 

@@ -9,7 +9,7 @@
 //! | `pyroscope_receive_http_profiles_received_total` | counter | `route` | profiles forwarded to `forward_to` |
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -17,6 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::runtime::metrics::{Labels, MetricsRegistry, component_labels};
+use crate::sync::lock;
 
 /// The families, registered once per process.
 pub(crate) struct ReceiveMetrics {
@@ -83,10 +84,6 @@ pub(crate) struct InstanceMetrics {
     pub(crate) connections_limit: Gauge,
     /// Label sets of the request and profile counters created so far, for removal.
     keys: Mutex<HashSet<(bool, Labels)>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl InstanceMetrics {

@@ -63,7 +63,7 @@ mod server;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -75,6 +75,7 @@ pub use self::server::{INGEST_PATH, PUSH_PATH};
 use self::server::{Instance, Shared};
 use crate::profiles::FanOut;
 use crate::runtime::{BoxError, Component, ComponentOptions};
+use crate::sync::lock;
 use crate::syntax::value::Value;
 
 /// The server's current settings.
@@ -92,10 +93,6 @@ pub struct ReceiveHttp {
     shared: Arc<Shared>,
     server: Mutex<ServerState>,
     changed: Notify,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Binds `http`'s address. Called from `build` and `update`, which run inside the

@@ -89,10 +89,7 @@ impl Shared {
     }
 
     fn inflight(&self) -> Arc<Semaphore> {
-        self.inflight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        crate::sync::lock(&self.inflight).clone()
     }
 
     fn forward(&self, route: &str, converted: Vec<Converted>) -> usize {

@@ -278,7 +278,7 @@ impl fmt::Display for LabelSet {
             if i > 0 {
                 f.write_str(", ")?;
             }
-            write!(f, "{n}={}", crate::relabel::rule::go_quote(v))?;
+            write!(f, "{n}={}", crate::gocompat::quote(v))?;
         }
         f.write_str("}")
     }

@@ -107,5 +107,5 @@ pub use labels::{LabelName, LabelSet, LabelValue};
 pub use regex::{GoRegex, RegexError};
 pub use rule::{
     Action, DEFAULT_REGEX, DEFAULT_REPLACEMENT, DEFAULT_SEPARATOR, Rule, RuleConfig, RuleError,
-    UnknownAction, go_quote,
+    UnknownAction,
 };

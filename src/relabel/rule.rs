@@ -6,7 +6,6 @@ use std::str::FromStr;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock};
 
-use regex_syntax::hir::ClassUnicode;
 use serde::{Deserialize, Serialize};
 
 use super::labels::{LabelName, LabelValue};
@@ -354,56 +353,7 @@ fn matches_template_pattern(s: &str) -> bool {
 }
 
 /// Go's `strconv.Quote`, for messages that quote user strings with `%q`.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if is_go_print(c) => out.push(c),
-            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `unicode.IsPrint`: categories L, M, N, P, S and the ASCII space.
-fn is_go_print(c: char) -> bool {
-    if c.is_ascii() {
-        return (' '..='~').contains(&c);
-    }
-    static PRINT: OnceLock<ClassUnicode> = OnceLock::new();
-    let class = PRINT.get_or_init(|| {
-        let mut all = ClassUnicode::empty();
-        for cat in ["L", "M", "N", "P", "S"] {
-            all.union(&super::regex::category_class(cat));
-        }
-        all
-    });
-    class
-        .ranges()
-        .binary_search_by(|r| {
-            if r.end() < c {
-                std::cmp::Ordering::Less
-            } else if r.start() > c {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-        .is_ok()
-}
+pub use crate::gocompat::quote as go_quote;
 
 #[cfg(test)]
 mod tests {

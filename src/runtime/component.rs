@@ -10,7 +10,7 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::health::Health;
 use super::metrics::MetricsRegistry;
+use crate::sync::lock;
 use crate::syntax::ast::Span;
 use crate::syntax::decode;
 use crate::syntax::diag::Diagnostic;
@@ -287,9 +288,4 @@ fn panic_message(panic: &Box<dyn Any + Send>) -> String {
     } else {
         "unknown panic payload".to_string()
     }
-}
-
-/// Exports are plain data; a panic elsewhere while the lock was held cannot leave them torn.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -148,7 +148,7 @@ pub fn init(config: LoggingConfig) -> Result<LoggingHandle, LoggingError> {
 
 impl LoggingHandle {
     pub fn apply(&self, config: LoggingConfig) -> Result<(), LoggingError> {
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let mut current = crate::sync::lock(&self.current);
         if *current == config {
             return Ok(());
         }

@@ -9,8 +9,9 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
+use crate::sync::lock;
 use prometheus_client::encoding::text;
 use prometheus_client::registry::Registry;
 
@@ -73,12 +74,6 @@ impl MetricsRegistry {
         text::encode(&mut out, &lock(&self.inner.registry))?;
         Ok(out)
     }
-}
-
-/// A panic while a metric was being registered leaves the registry itself consistent, so a
-/// poisoned lock is not a reason to stop serving metrics.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ fn to_usize(v: u64) -> usize {
 
 impl Scrape {
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     fn env(&self, client: Arc<HttpClient>, o: &ScrapeOptions) -> Arc<Env> {

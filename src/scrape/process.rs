@@ -97,7 +97,7 @@ impl Processor {
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<(Worker, Reservation)>> {
-        self.pool.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.pool)
     }
 
     /// Processes one scraped body. CPU-bound: about a millisecond per MiB of profile.
@@ -158,7 +158,7 @@ impl Processor {
         };
         let sent = {
             let jobs = self.jobs.get_or_init(|| Mutex::new(self.start_threads()));
-            let jobs = jobs.lock().unwrap_or_else(|e| e.into_inner());
+            let jobs = crate::sync::lock(jobs);
             jobs.send(job)
         };
         if let Err(mpsc::SendError(job)) = sent {
@@ -210,7 +210,7 @@ fn processing_thread(rx: &Mutex<mpsc::Receiver<Job>>, options: &DeltaOptions) {
     let mut kept: Option<(Worker, Reservation)> = None;
     loop {
         let job = {
-            let rx = rx.lock().unwrap_or_else(|e| e.into_inner());
+            let rx = crate::sync::lock(rx);
             rx.recv()
         };
         let Ok(mut job) = job else { return };

@@ -146,15 +146,12 @@ impl LoopShared {
     }
 
     pub fn target(&self) -> Arc<LoopTarget> {
-        self.target
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        crate::sync::read(&self.target).clone()
     }
 
     /// Replaces the target (same identity; private labels or limits may differ).
     pub fn set_target(&self, target: Arc<LoopTarget>) {
-        *self.target.write().unwrap_or_else(|e| e.into_inner()) = target;
+        *crate::sync::write(&self.target) = target;
     }
 
     pub fn status(&self) -> Status {
@@ -162,7 +159,7 @@ impl LoopShared {
     }
 
     fn lock_status(&self) -> MutexGuard<'_, Status> {
-        self.status.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.status)
     }
 
     /// Marks the target down without scraping it (a label limit).

@@ -350,28 +350,7 @@ fn populate(labels: &mut Labels, base: &Labels, s: &TargetSettings) -> Result<()
 
 /// `service_name` for targets that do not set one, from the labels discovery gave them.
 pub fn infer_service_name(labels: &Labels) -> String {
-    let get = |k: &str| labels.get(k).map(String::as_str).unwrap_or("");
-    let annotated = get("__meta_kubernetes_pod_annotation_pyroscope_io_service_name");
-    if !annotated.is_empty() {
-        return annotated.to_string();
-    }
-    let (ns, container) = (
-        get("__meta_kubernetes_namespace"),
-        get("__meta_kubernetes_pod_container_name"),
-    );
-    if !ns.is_empty() && !container.is_empty() {
-        return format!("{ns}/{container}");
-    }
-    for k in [
-        "__meta_docker_container_name",
-        "__meta_dockerswarm_container_label_service_name",
-        "__meta_dockerswarm_service_name",
-    ] {
-        if !get(k).is_empty() {
-            return get(k).to_string();
-        }
-    }
-    "unspecified".to_string()
+    crate::profiles::service_name::infer(|k| labels.get(k).map(String::as_str), "")
 }
 
 /// Go's `net.SplitHostPort`, which decides whether an address already has a port.
@@ -484,17 +463,7 @@ fn encode_query(query: &BTreeMap<String, Vec<String>>) -> String {
     out
 }
 
-fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b' ' => out.push('+'),
-            b if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) => out.push(b as char),
-            b => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
+use crate::gocompat::query_escape;
 
 /// FNV-1a over the public labels (names not starting with `__`) and the URL: what makes two
 /// scrape targets the same loop.

@@ -15,7 +15,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::SystemTime;
 
 use redb::{
@@ -186,12 +186,7 @@ impl std::fmt::Debug for Db {
             .finish_non_exhaustive()
     }
 }
-
-/// Plain data behind the locks: a panic elsewhere cannot leave it half-updated in a way the
-/// next transaction would trust (redb aborts the transaction that was in progress).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+pub(crate) use crate::sync::lock;
 
 impl Db {
     /// Opens the store in directory `dir` for writing, creating the directory and the database
@@ -292,11 +287,11 @@ impl Db {
     }
 
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, Handle> {
-        self.handle.read().unwrap_or_else(|e| e.into_inner())
+        crate::sync::read(&self.handle)
     }
 
     pub(crate) fn exclusive(&self) -> RwLockWriteGuard<'_, Handle> {
-        self.handle.write().unwrap_or_else(|e| e.into_inner())
+        crate::sync::write(&self.handle)
     }
 
     /// A write transaction, refused on read-only and snapshot handles (a snapshot is a private

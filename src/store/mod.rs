@@ -127,11 +127,11 @@ impl Shared {
     }
 
     fn current(&self) -> Option<Arc<Db>> {
-        self.db.read().unwrap_or_else(|e| e.into_inner()).clone()
+        crate::sync::read(&self.db).clone()
     }
 
     fn set_db(&self, db: Option<Arc<Db>>) -> Option<Arc<Db>> {
-        std::mem::replace(&mut *self.db.write().unwrap_or_else(|e| e.into_inner()), db)
+        std::mem::replace(&mut *crate::sync::write(&self.db), db)
     }
 }
 

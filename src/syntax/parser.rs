@@ -736,24 +736,7 @@ fn binary_op(kind: TokenKind) -> Option<BinaryOp> {
     })
 }
 
-/// Go's `%q` for the strings that appear in parser messages.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+use crate::gocompat::quote as go_quote;
 
 #[cfg(test)]
 mod tests {

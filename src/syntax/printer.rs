@@ -856,57 +856,8 @@ fn end_offset(span: super::ast::Span) -> usize {
         .max(span.start as usize)
 }
 
-/// Go's `strconv.Quote`, which Alloy uses to print block labels. Printability follows Go for
-/// everything that can reasonably appear in a label; exotic code points (unassigned, private
-/// use) are kept as they are.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if !go_printable(c) => {
-                let n = c as u32;
-                if n < 0x10000 {
-                    out.push_str(&format!("\\u{n:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{n:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `unicode.IsPrint` for the code points that are not printable but plausibly typed:
-/// control characters, spaces other than U+0020, and invisible format characters.
-fn go_printable(c: char) -> bool {
-    !(c.is_control()
-        || matches!(
-            c,
-            '\u{a0}'
-                | '\u{ad}'
-                | '\u{1680}'
-                | '\u{2000}'..='\u{200f}'
-                | '\u{2028}'..='\u{202f}'
-                | '\u{205f}'..='\u{2064}'
-                | '\u{3000}'
-                | '\u{feff}'
-        ))
-}
+/// Go's `strconv.Quote`, which Alloy uses to print block labels.
+use crate::gocompat::quote as go_quote;
 
 // ---------------------------------------------------------------------------------------------
 // Stage 2: elastic tabstops (Go's text/tabwriter with minwidth 0, tabwidth 8, padding 1,

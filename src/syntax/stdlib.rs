@@ -18,6 +18,7 @@ use base64::Engine as _;
 
 use super::eval::{PathSeg, format_float, number_to_string};
 use super::value::{Function, Number, Secret, Type, Value};
+use crate::gocompat::{self, query_escape, query_unescape};
 
 /// Alloy's warning for deprecated top-level aliases such as `env` and `concat`.
 pub const DEPRECATION_MESSAGE: &str = "this stdlib function is deprecated; please refer to the documentation for updated usage and alternatives";
@@ -867,60 +868,6 @@ fn to_url_base64(args: Vec<Value>) -> Result<Value, FnError> {
     string_fn(args, |s| base64_engine(true).encode(s.as_bytes()))
 }
 
-/// Go's `url.QueryEscape`.
-pub fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => {
-                let _ = write!(out, "%{b:02X}");
-            }
-        }
-    }
-    out
-}
-
-/// Go's `url.QueryUnescape`.
-pub fn query_unescape(s: &str) -> Result<String, String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hex = |c: u8| (c as char).to_digit(16);
-                match (
-                    b.get(i + 1).and_then(|c| hex(*c)),
-                    b.get(i + 2).and_then(|c| hex(*c)),
-                ) {
-                    (Some(h), Some(l)) => {
-                        out.push((h * 16 + l) as u8);
-                        i += 3;
-                    }
-                    _ => {
-                        let end = (i + 3).min(b.len());
-                        let bad = String::from_utf8_lossy(&b[i..end]);
-                        return Err(format!("invalid URL escape {bad:?}"));
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    Ok(String::from_utf8_lossy(&out).into_owned())
-}
-
 fn url_encode(args: Vec<Value>) -> Result<Value, FnError> {
     string_fn(args, query_escape)
 }
@@ -1524,7 +1471,11 @@ impl Printer {
             self.pad(&q);
             return;
         }
-        let q = go_quote(s, self.f.plus);
+        let q = if self.f.plus {
+            gocompat::quote_ascii(s)
+        } else {
+            gocompat::quote(s)
+        };
         self.pad(&q);
     }
 
@@ -1548,14 +1499,14 @@ impl Printer {
             }
             'q' => {
                 let c = char::from_u32(u32::try_from(u).unwrap_or(0xFFFD)).unwrap_or('\u{FFFD}');
-                let q = go_quote_rune(c, self.f.plus);
+                let q = gocompat::quote_rune(c, self.f.plus);
                 self.pad(&q);
             }
             'U' => {
                 let mut s = format!("U+{u:04X}");
                 if self.f.sharp
                     && let Some(c) = char::from_u32(u32::try_from(u).unwrap_or(0xFFFD))
-                    && go_is_print(c)
+                    && gocompat::is_print(c)
                 {
                     let _ = write!(s, " '{c}'");
                 }
@@ -1685,75 +1636,6 @@ impl Printer {
 fn can_backquote(s: &str) -> bool {
     s.chars()
         .all(|c| c != '`' && c != '\u{FEFF}' && (c == '\t' || !(c < ' ' || c == '\u{7f}')))
-}
-
-/// An approximation of Go's `unicode.IsPrint`: graphic characters plus ASCII space. Rust's std
-/// has no general-category table, so format and private-use characters are listed by range.
-pub(crate) fn go_is_print(c: char) -> bool {
-    let u = c as u32;
-    if u < 0x80 {
-        return (0x20..0x7f).contains(&u);
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    !matches!(u,
-        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x180E | 0x200B..=0x200F
-        | 0x202A..=0x202E | 0x2060..=0x206F | 0xD800..=0xF8FF | 0xFEFF | 0xFFF0..=0xFFFB
-        | 0xFFFE | 0xFFFF | 0xE0000..=0xE007F | 0xF0000..)
-}
-
-fn push_escaped(out: &mut String, c: char, quote: char, ascii_only: bool) {
-    if c == quote || c == '\\' {
-        out.push('\\');
-        out.push(c);
-        return;
-    }
-    let printable = if ascii_only {
-        (c as u32) < 0x80 && go_is_print(c)
-    } else {
-        go_is_print(c)
-    };
-    if printable {
-        out.push(c);
-        return;
-    }
-    match c {
-        '\u{7}' => out.push_str("\\a"),
-        '\u{8}' => out.push_str("\\b"),
-        '\u{c}' => out.push_str("\\f"),
-        '\n' => out.push_str("\\n"),
-        '\r' => out.push_str("\\r"),
-        '\t' => out.push_str("\\t"),
-        '\u{b}' => out.push_str("\\v"),
-        c if (c as u32) < 0x20 || c == '\u{7f}' => {
-            let _ = write!(out, "\\x{:02x}", c as u32);
-        }
-        c if (c as u32) < 0x10000 => {
-            let _ = write!(out, "\\u{:04x}", c as u32);
-        }
-        c => {
-            let _ = write!(out, "\\U{:08x}", c as u32);
-        }
-    }
-}
-
-/// Go's `strconv.Quote` (or `QuoteToASCII` when `ascii_only`).
-pub fn go_quote(s: &str, ascii_only: bool) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        push_escaped(&mut out, c, '"', ascii_only);
-    }
-    out.push('"');
-    out
-}
-
-fn go_quote_rune(c: char, ascii_only: bool) -> String {
-    let mut out = String::from("'");
-    push_escaped(&mut out, c, '\'', ascii_only);
-    out.push('\'');
-    out
 }
 
 /// Splits Rust's `{:e}` output (`1.2345e6`, `-5e-7`) into sign, digits and decimal exponent.
@@ -2438,16 +2320,6 @@ mod tests {
 
     #[test]
     fn quoting_and_urls() {
-        assert_eq!(
-            go_quote("a\u{7}\u{7f}\u{a0}😀", false),
-            "\"a\\a\\x7f\\u00a0😀\""
-        );
-        assert_eq!(go_quote("😀", true), "\"\\U0001f600\"");
-        assert_eq!(query_escape("a b/c?d"), "a+b%2Fc%3Fd");
-        assert_eq!(
-            query_unescape("%4").err().as_deref(),
-            Some("invalid URL escape \"%4\"")
-        );
         assert_eq!(go_path_clean("a/../../b/./c//"), "../b/c");
         assert_eq!(go_path_clean(""), ".");
         assert_eq!(go_path_clean("/.."), "/");

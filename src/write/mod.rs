@@ -56,7 +56,7 @@ pub mod wire;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -71,6 +71,7 @@ use self::queue::{Entry, Queue};
 use crate::httpclient::{HttpClient, WithHttpClient};
 use crate::profiles::{Appendable, Label, Profile, Receiver};
 use crate::runtime::{BoxError, Component, ComponentOptions};
+use crate::sync::lock;
 use crate::syntax::types::Duration;
 use crate::syntax::value::Value;
 
@@ -316,10 +317,6 @@ struct Pipeline {
     gone: AtomicBool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn series_hash(labels: &[Label]) -> u64 {
     let mut h = std::hash::DefaultHasher::new();
     labels.hash(&mut h);
@@ -343,10 +340,7 @@ impl Pipeline {
     }
 
     fn active(&self) -> Arc<Active> {
-        self.active
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        crate::sync::read(&self.active).clone()
     }
 
     /// Applies `args`. Nothing changes if any endpoint cannot be built.
@@ -417,7 +411,7 @@ impl Pipeline {
         // Swapped under the `running` lock so that `start` sees either the old endpoints
         // before, or the new ones after.
         let mut running = lock(&self.running);
-        *self.active.write().unwrap_or_else(|e| e.into_inner()) = next.clone();
+        *crate::sync::write(&self.active) = next.clone();
 
         let kept = |ep: &Endpoint| {
             next.endpoints

@@ -108,7 +108,7 @@ impl Queue {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     fn publish(&self, s: &State) {

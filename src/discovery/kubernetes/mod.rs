@@ -127,7 +127,7 @@ enum End {
 
 impl Kubernetes {
     fn status(&self) -> MutexGuard<'_, Status> {
-        self.status.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.status)
     }
 
     /// One discovery session with fixed arguments: builds the client, watches, publishes.

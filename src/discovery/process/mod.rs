@@ -104,7 +104,7 @@ struct Host {
 
 impl Host {
     fn discover(&self, cfg: &DiscoverConfig) -> Result<Walk, DiscoverError> {
-        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        let mut users = crate::sync::lock(&self.users);
         discover::discover(&self.procfs, &mut users, cfg)
     }
 }
@@ -171,7 +171,7 @@ impl Process {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.state)
     }
 
     /// Walks synchronously (build, and a changed discover config) and publishes.

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -19,6 +19,7 @@ use crate::runtime::info::{ComponentInfo, HealthInfo};
 use crate::runtime::loader::ComponentDecl;
 use crate::runtime::metrics::MetricsRegistry;
 use crate::runtime::registry::Registration;
+use crate::sync::lock;
 use crate::syntax::ast::Block;
 use crate::syntax::diag::Source;
 use crate::syntax::eval::{self, EvaluatedBody, Scope, value_to_json_redacted};
@@ -213,9 +214,4 @@ impl Node {
 /// Every log line a component writes carries its ID, as Alloy's do.
 fn component_span(id: &str) -> tracing::Span {
     tracing::info_span!("component", component_path = %"/", component_id = %id)
-}
-
-/// Health is plain data; a panic elsewhere while the lock was held cannot leave it torn.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

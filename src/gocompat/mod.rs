@@ -1,0 +1,15 @@
+//! Go's behaviour where we must match it byte for byte: Alloy and Prometheus are Go programs,
+//! and their users see Go's quoting in error messages, labels and formatted configs, and Go's
+//! URL escaping in query strings. One implementation each, tested against Go's own output
+//! (`tests/gocompat_oracle.rs` runs a Go program over every code point).
+//!
+//! * [`quote`]: `strconv.Quote`, `QuoteToASCII`, `QuoteRune`, and `unicode.IsPrint`.
+//! * [`url`]: `url.QueryEscape` and `url.QueryUnescape`.
+//!
+//! This is the bottom layer: it depends on no other module of the crate.
+
+pub mod quote;
+pub mod url;
+
+pub use quote::{is_print, quote, quote_ascii, quote_rune};
+pub use url::{query_escape, query_unescape};

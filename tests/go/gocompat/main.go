@@ -1,0 +1,80 @@
+// The oracle for src/gocompat (tests/gocompat_oracle.rs): Go's own strconv, unicode and
+// net/url, fed the test's inputs.
+//
+//	gocompat print    one line per code point 0..0x10FFFF: "<IsPrint><assigned>" as two 0/1
+//	                  digits, where assigned means Go's Unicode tables give it a category
+//	                  (what Go calls printable can then be compared code point by code point;
+//	                  code points assigned by a later Unicode version than this Go's are not)
+//	gocompat quote    for each JSON string on stdin, one JSON line
+//	                  {"quote": strconv.Quote, "ascii": strconv.QuoteToASCII,
+//	                   "query": url.QueryEscape, "unquery": url.QueryUnescape or "error: ..."}
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"unicode"
+)
+
+func assigned(r rune) bool {
+	for _, table := range unicode.Categories {
+		if unicode.Is(table, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func main() {
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: gocompat print|quote")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "print":
+		for r := rune(0); r <= unicode.MaxRune; r++ {
+			p, a := '0', '0'
+			if unicode.IsPrint(r) {
+				p = '1'
+			}
+			if assigned(r) {
+				a = '1'
+			}
+			fmt.Fprintf(out, "%c%c\n", p, a)
+		}
+	case "quote":
+		in := bufio.NewScanner(os.Stdin)
+		in.Buffer(make([]byte, 1<<20), 1<<24)
+		enc := json.NewEncoder(out)
+		for in.Scan() {
+			var s string
+			if err := json.Unmarshal(in.Bytes(), &s); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			unquery, err := url.QueryUnescape(s)
+			if err != nil {
+				unquery = "error: " + err.Error()
+			}
+			enc.Encode(map[string]string{
+				"quote":   strconv.Quote(s),
+				"ascii":   strconv.QuoteToASCII(s),
+				"query":   url.QueryEscape(s),
+				"unquery": unquery,
+			})
+		}
+		if err := in.Err(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "usage: gocompat print|quote")
+		os.Exit(2)
+	}
+}

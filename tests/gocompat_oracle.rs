@@ -1,0 +1,145 @@
+//! `scraper::gocompat` against Go itself: `tests/go/gocompat` (built with Debian's Go) prints
+//! `unicode.IsPrint` for every code point and quotes and escapes the strings we send it with
+//! `strconv.Quote`, `strconv.QuoteToASCII`, `url.QueryEscape` and `url.QueryUnescape`; ours must
+//! give the same bytes.
+//!
+//! Code points that this Go's Unicode tables leave unassigned are not compared: their
+//! printability depends on the Unicode version (Go 1.19 has Unicode 13, our tables are newer).
+//! Skips (printing why) without Go, unless `SCRAPER_REQUIRE_GO=1`.
+
+mod scrape_support;
+mod support;
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use scrape_support::{build_go, have_go};
+use scraper::gocompat;
+
+/// Go's verdict per code point: (printable, assigned in its Unicode tables).
+fn go_print_table(bin: &std::path::Path) -> Vec<(bool, bool)> {
+    let out = Command::new(bin)
+        .arg("print")
+        .output()
+        .expect("run gocompat print");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).expect("ASCII output");
+    let table: Vec<(bool, bool)> = text
+        .lines()
+        .map(|l| (l.as_bytes()[0] == b'1', l.as_bytes()[1] == b'1'))
+        .collect();
+    assert_eq!(table.len(), 0x110000, "one line per code point");
+    table
+}
+
+#[test]
+fn is_print_agrees_with_go_on_every_assigned_code_point() {
+    if !have_go() {
+        return;
+    }
+    let go = build_go("gocompat");
+    let table = go_print_table(&go.bin);
+    let mut compared = 0;
+    let mut differ = Vec::new();
+    for (cp, &(printable, assigned)) in table.iter().enumerate() {
+        let Some(c) = char::from_u32(cp as u32) else {
+            continue;
+        };
+        if !assigned {
+            continue;
+        }
+        compared += 1;
+        if gocompat::is_print(c) != printable {
+            differ.push(format!("U+{cp:04X} go={printable}"));
+        }
+    }
+    assert!(compared > 100_000, "only {compared} code points compared");
+    assert!(
+        differ.is_empty(),
+        "{} of {compared} code points differ: {:?}",
+        differ.len(),
+        &differ[..differ.len().min(40)]
+    );
+}
+
+#[test]
+fn quoting_and_query_escaping_match_go_byte_for_byte() {
+    if !have_go() {
+        return;
+    }
+    let go = build_go("gocompat");
+    let table = go_print_table(&go.bin);
+    // Every code point Go has assigned, 48 to a string, plus strings that exercise escapes.
+    let assigned: Vec<char> = table
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, assigned))| *assigned)
+        .filter_map(|(cp, _)| char::from_u32(cp as u32))
+        .collect();
+    let mut inputs: Vec<String> = assigned.chunks(48).map(|c| c.iter().collect()).collect();
+    inputs.extend(
+        [
+            "",
+            "plain",
+            "a b+c&d=e/f?g#h",
+            "quote\" back\\slash 'single'",
+            "\u{7}\u{8}\u{c}\n\r\t\u{b}\u{0}\u{1f}\u{7f}",
+            "%C3%A9+%20",
+            "%zz",
+            "%4",
+            "%",
+            "100%",
+            "\u{a0}\u{ad}\u{200b}\u{2028}\u{feff}\u{fffd}",
+        ]
+        .map(String::from),
+    );
+    let mut child = Command::new(&go.bin)
+        .arg("quote")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run gocompat quote");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let lines: String = inputs
+        .iter()
+        .map(|s| serde_json::to_string(s).expect("json") + "\n")
+        .collect();
+    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
+    let out = child.wait_with_output().expect("gocompat quote output");
+    writer.join().expect("writer thread").expect("write inputs");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).expect("UTF-8 JSON");
+    let answers: Vec<HashMap<String, String>> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
+        .collect();
+    assert_eq!(answers.len(), inputs.len());
+    let mut differ = Vec::new();
+    for (input, go) in inputs.iter().zip(&answers) {
+        let unquery = match gocompat::query_unescape(input) {
+            Ok(s) => s,
+            Err(e) => format!("error: {e}"),
+        };
+        let ours = [
+            ("quote", gocompat::quote(input)),
+            ("ascii", gocompat::quote_ascii(input)),
+            ("query", gocompat::query_escape(input)),
+            ("unquery", unquery),
+        ];
+        for (what, value) in ours {
+            if go.get(what) != Some(&value) {
+                differ.push(format!(
+                    "{what} of {input:?}:\n  go:   {:?}\n  ours: {value:?}",
+                    go.get(what)
+                ));
+            }
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differences, first:\n{}",
+        differ.len(),
+        differ[..differ.len().min(10)].join("\n")
+    );
+}
