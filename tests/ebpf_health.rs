@@ -406,16 +406,21 @@ async fn the_host_example_profiles_a_new_process_in_its_first_interval() {
     )
     .await;
     // Right after discovery's first walk (it runs before the config counts as loaded). Once
-    // `spawn` returns the process runs, so the interval it started in began before `started`.
+    // `spawn` returns the process runs, so the interval it started in began before `started`;
+    // that interval may have ended a moment after the spawn, with no sample of it, so the
+    // interval after it counts too. Both end well before discovery's next walk (6 s), so
+    // without holding the samples until discovery names the process neither would arrive
+    // under its name.
     let target = spawn(&[], &busy);
     let started = SystemTime::now();
+    let first_full_interval = started + Duration::from_secs(2);
     let pid = target.pid().to_string();
     let got = scraper
         .wait(PATIENCE, |_| {
             let received = receiver.received();
             profiles_of(&received, NAME)
                 .iter()
-                .any(|r| interval_start(r) <= started && has_pid(r, &pid))
+                .any(|r| interval_start(r) <= first_full_interval && has_pid(r, &pid))
         })
         .await;
     let info = scraper.component("pyroscope.ebpf.host").await;
@@ -426,8 +431,8 @@ async fn the_host_example_profiles_a_new_process_in_its_first_interval() {
         .collect();
     assert!(
         got,
-        "the interval pid {pid} started in has no {NAME} profile (started by {started:?}, \
-         profiles start {starts:?})\n{info:#}\n{}",
+        "neither the interval pid {pid} started in nor the next has a {NAME} profile \
+         (started by {started:?}, profiles start {starts:?})\n{info:#}\n{}",
         scraper.logs()
     );
     // None of its samples was filed under the default target meanwhile.

@@ -715,7 +715,9 @@ fn perf_stacks(text: &str, pid: u32) -> (Vec<Stack>, f64) {
     for line in text.lines() {
         if line.trim().is_empty() {
             finish(&mut current, &mut first_user_dso);
-        } else if !line.starts_with(char::is_whitespace) {
+        } else if !line.starts_with('\t') {
+            // A header: perf right-aligns the pid, so a short pid starts with spaces; frame
+            // lines start with a tab.
             finish(&mut current, &mut first_user_dso);
             let mut fields = line.split_whitespace();
             let sample_pid: u32 = fields.next().and_then(|p| p.parse().ok()).unwrap_or(0);
@@ -877,10 +879,10 @@ fn perf_script_stacks_parse() {
 \t    7ffff7dcd305 __libc_start_main@@GLIBC_2.34 (/usr/lib/x86_64-linux-gnu/libc.so.6)
 \t    7ffff7ea0000 [unknown] (/usr/lib/x86_64-linux-gnu/libc.so.6)
 
-99   10309278 
+  99   10309278 
 \t    5555555551a9 other+0x19 (/tmp/x/other)
 
-1234 10309278:
+ 1234 10309278:
 \tffffffff81000000 asm_sysvec_apic_timer_interrupt+0x16 ([kernel.kallsyms])
 \t    5555555551a9 oracle_c (/tmp/x/oracle_c)
 

@@ -25,9 +25,10 @@ use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
+use scraper::gocompat::quote as go_quote;
 use scraper::relabel::{
     Action, DEFAULT_REGEX, DEFAULT_REPLACEMENT, DEFAULT_SEPARATOR, LabelSet, Relabeler, Rule,
-    RuleConfig, go_quote,
+    RuleConfig,
 };
 use scraper::runtime::Registry;
 
