@@ -56,6 +56,11 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
     let listener = TcpListener::bind(&args.listen_addr)
         .await
         .with_context(|| format!("failed to listen on {}", args.listen_addr))?;
+    // Said here, before anything else can fail, rather than in the server's task: a config
+    // that fails to load ends the process before a spawned task is sure to have run.
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(addr = %addr, "now listening for http traffic");
+    }
     let state = AppState {
         controller: controller.clone(),
         config_path: args.file.clone(),

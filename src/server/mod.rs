@@ -13,7 +13,6 @@ mod metrics;
 mod pprof;
 mod ui;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use axum::Router;
@@ -66,10 +65,6 @@ pub async fn serve(
     state: AppState,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let addr: Option<SocketAddr> = listener.local_addr().ok();
-    if let Some(addr) = addr {
-        tracing::info!(addr = %addr, "now listening for http traffic");
-    }
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
