@@ -4,7 +4,7 @@
 //! ```text
 //! targets (pids, container ids) ─► session thread ─► sampler (BPF ring, or perf fallback)
 //!                                       │  drain every 200 ms: match pid → target,
-//!                                       │  symbolize new stacks while the process lives
+//!                                       │  unwind and symbolize new stacks while the process lives
 //!                                       └► every collect_interval: one pprof per process ─► forward_to
 //! ```
 //!
@@ -16,17 +16,21 @@
 //! * [`profile`]: stacks of one interval to pprof.
 //! * [`sample`]: what every sampler produces (one stack per tick) and the [`sample::Sampler`]
 //!   trait.
-//! * [`bpf`]: the BPF sampler (the program in `bpf/`, loaded with aya; a ring of raw stacks).
+//! * [`bpf`]: the BPF sampler (the program in `bpf/`, loaded with aya; a ring of records:
+//!   kernel stack, frame-pointer user stack, user registers and a copy of the user stack).
 //! * [`perf`]: the fallback without BPF privileges: `perf_event_open` per thread.
+//! * [`unwind`]: a record's registers and stack copy to return addresses, with no frame
+//!   pointers needed (signal frames, Go's `.gopclntab`, `.eh_frame` through framehop).
+//! * [`stack`]: a sample's frames as the profile shows them, and when a stack is complete.
 //! * [`symbolize`]: addresses to function names, resolved while the process is alive and cached
 //!   per binary (blazesym for ELF/DWARF/kallsyms, our own `.gopclntab` reader for Go).
 //! * [`caps`]: the capability check that picks the sampler.
 //! * [`health`]: the component's health, judged from every whole collection interval.
 //! * [`metrics`]: Alloy's `pyroscope_ebpf_*` metrics.
 //!
-//! Unwinding is by frame pointers only: Go and code built with frame pointers get complete
-//! stacks; a user stack that does not reach a known root function ends in a synthetic
-//! `[truncated]` frame rather than being silently short.
+//! User stacks are unwound from call-frame information, so binaries built without frame
+//! pointers get whole stacks; one that could not be unwound to its root ends in a synthetic
+//! `[truncated]` frame rather than being silently short (docs/EBPF.md, "The unwinder").
 
 pub mod args;
 pub mod bpf;
@@ -38,6 +42,7 @@ pub mod perf;
 pub mod profile;
 pub mod sample;
 pub mod session;
+pub mod stack;
 pub mod symbolize;
 pub mod targets;
 pub mod unwind;
