@@ -4,11 +4,13 @@
 //! (`tests/gocompat_oracle.rs` runs a Go program over every code point).
 //!
 //! * [`quote`]: `strconv.Quote`, `QuoteToASCII`, `QuoteRune`, and `unicode.IsPrint`.
+//! * [`unicode`]: membership in Unicode ranges (Go's `unicode.Is`).
 //! * [`url`]: `url.QueryEscape` and `url.QueryUnescape`.
 //!
 //! This is the bottom layer: it depends on no other module of the crate.
 
 pub mod quote;
+pub mod unicode;
 pub mod url;
 
 pub use quote::{is_print, quote, quote_ascii, quote_rune};

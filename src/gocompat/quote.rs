@@ -32,17 +32,7 @@ pub fn is_print(c: char) -> bool {
     if c.is_ascii() {
         return (' '..='~').contains(&c);
     }
-    printable_ranges()
-        .binary_search_by(|r| {
-            if r.end() < c {
-                std::cmp::Ordering::Less
-            } else if r.start() > c {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-        .is_ok()
+    super::unicode::in_ranges(printable_ranges(), c)
 }
 
 /// `strconv.Quote`: a double-quoted Go string literal.

@@ -1270,18 +1270,7 @@ impl CharSet {
         if c.is_ascii() {
             return self.ascii[c as usize];
         }
-        self.class
-            .ranges()
-            .binary_search_by(|r| {
-                if r.end() < c {
-                    std::cmp::Ordering::Less
-                } else if r.start() > c {
-                    std::cmp::Ordering::Greater
-                } else {
-                    std::cmp::Ordering::Equal
-                }
-            })
-            .is_ok()
+        crate::gocompat::unicode::in_ranges(self.class.ranges(), c)
     }
 }
 

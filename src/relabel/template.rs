@@ -178,18 +178,7 @@ fn group_number(name: &str) -> Option<usize> {
 }
 
 fn in_class(class: &ClassUnicode, c: char) -> bool {
-    class
-        .ranges()
-        .binary_search_by(|r| {
-            if r.end() < c {
-                std::cmp::Ordering::Less
-            } else if r.start() > c {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-        .is_ok()
+    crate::gocompat::unicode::in_ranges(class.ranges(), c)
 }
 
 /// Go's `unicode.IsLetter` (general category L). `char::is_alphabetic` is the broader
