@@ -143,3 +143,100 @@ fn quoting_and_query_escaping_match_go_byte_for_byte() {
         differ[..differ.len().min(10)].join("\n")
     );
 }
+
+/// A deterministic spread of float64s: random bit patterns (every exponent, denormals
+/// included), round numbers, halfway cases, and the extremes.
+fn floats() -> Vec<f64> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        // xorshift64*: reproducible without a dependency.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let mut out: Vec<f64> = (0..4000)
+        .map(|_| f64::from_bits(next()))
+        .filter(|v| v.is_finite())
+        .collect();
+    out.extend((0..2000).map(|_| (next() % 2_000_001) as f64 / 1000.0 - 1000.0));
+    out.extend([
+        0.0,
+        -0.0,
+        1.0,
+        0.5,
+        0.125,
+        2.5,
+        1e21,
+        1e-7,
+        123456789.0,
+        0.1,
+        1.0 / 3.0,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        5e-324,
+    ]);
+    out
+}
+
+/// `strconv.FormatFloat` as `fmt` uses it for `%e %E %f %g %G %b %x %X`, with shortest and
+/// fixed precisions: ours (`syntax::stdlib::go_format_float`, behind the stdlib's `format`)
+/// against Go's own.
+#[test]
+fn float_formatting_matches_strconv() {
+    if !have_go() {
+        return;
+    }
+    let go = build_go("gocompat");
+    let mut cases: Vec<(f64, char, Option<usize>)> = Vec::new();
+    for v in floats() {
+        // %F is fmt's alias of %f (strconv has no 'F').
+        for verb in ['e', 'E', 'f', 'g', 'G', 'b', 'x', 'X'] {
+            for prec in [None, Some(0), Some(1), Some(3), Some(6), Some(17)] {
+                // %b takes no precision.
+                if verb == 'b' && prec.is_some() {
+                    continue;
+                }
+                cases.push((v, verb, prec));
+            }
+        }
+    }
+    let lines: String = cases
+        .iter()
+        .map(|(v, verb, prec)| {
+            let p = prec.map_or(-1, |p| p as i64);
+            format!("{:x} {verb} {p}\n", v.to_bits())
+        })
+        .collect();
+    let mut child = Command::new(&go.bin)
+        .arg("float")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run gocompat float");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
+    let out = child.wait_with_output().expect("gocompat float output");
+    writer.join().expect("writer thread").expect("write inputs");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).expect("ASCII output");
+    let answers: Vec<&str> = text.lines().collect();
+    assert_eq!(answers.len(), cases.len());
+    let mut differ = Vec::new();
+    for ((v, verb, prec), go) in cases.iter().zip(&answers) {
+        let ours = scraper::syntax::stdlib::go_format_float(*v, *verb, *prec);
+        if ours != *go {
+            differ.push(format!(
+                "{v:e} ({:x}) %{verb} {prec:?}: go {go} ours {ours}",
+                v.to_bits()
+            ));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {} differ, first:\n{}",
+        differ.len(),
+        cases.len(),
+        differ[..differ.len().min(20)].join("\n")
+    );
+}

@@ -4,12 +4,15 @@
 //! (`tests/gocompat_oracle.rs` runs a Go program over every code point).
 //!
 //! * [`quote`]: `strconv.Quote`, `QuoteToASCII`, `QuoteRune`, and `unicode.IsPrint`.
+//! * [`strconv`]: the shortest decimal of a float64, with Go's choice between equally close
+//!   candidates.
 //! * [`unicode`]: membership in Unicode ranges (Go's `unicode.Is`).
 //! * [`url`]: `url.QueryEscape` and `url.QueryUnescape`.
 //!
 //! This is the bottom layer: it depends on no other module of the crate.
 
 pub mod quote;
+pub mod strconv;
 pub mod unicode;
 pub mod url;
 

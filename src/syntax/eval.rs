@@ -923,8 +923,8 @@ pub fn format_float(f: f64) -> String {
     } else if f.is_infinite() {
         if f > 0.0 { "+Inf" } else { "-Inf" }.to_string()
     } else {
-        // Rust's Display is also shortest-round-trip without an exponent.
-        format!("{f}")
+        // Go's `FormatFloat(f, 'f', -1, 64)`: shortest round-trip, no exponent.
+        crate::gocompat::strconv::shortest_fixed(f)
     }
 }
 

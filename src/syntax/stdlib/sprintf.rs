@@ -725,7 +725,7 @@ fn f_form(neg: bool, digits: &str, dp: i32, frac_digits: usize) -> String {
 }
 
 pub(super) fn go_format_e_shortest(v: f64) -> String {
-    let (neg, digits, exp) = sci_parts(&format!("{v:e}"));
+    let (neg, digits, exp) = sci_parts(&gocompat::strconv::shortest_sci(v));
     e_form(neg, &digits, digits.len().saturating_sub(1), exp, false)
 }
 
@@ -745,7 +745,7 @@ pub fn go_format_float(v: f64, verb: char, prec: Option<usize>) -> String {
                 e_form(neg, &digits, p, exp, verb == 'E')
             }
             None => {
-                let (neg, digits, exp) = sci_parts(&format!("{v:e}"));
+                let (neg, digits, exp) = sci_parts(&gocompat::strconv::shortest_sci(v));
                 e_form(
                     neg,
                     &digits,
@@ -763,7 +763,7 @@ pub fn go_format_float(v: f64, verb: char, prec: Option<usize>) -> String {
             let upper = verb == 'G';
             let (neg, mut digits, exp, eprec, prec_digits) = match prec {
                 None => {
-                    let (neg, digits, exp) = sci_parts(&format!("{v:e}"));
+                    let (neg, digits, exp) = sci_parts(&gocompat::strconv::shortest_sci(v));
                     let nd = digits.len();
                     (neg, digits, exp, 6usize, nd)
                 }

@@ -8,12 +8,15 @@
 //	gocompat quote    for each JSON string on stdin, one JSON line
 //	                  {"quote": strconv.Quote, "ascii": strconv.QuoteToASCII,
 //	                   "query": url.QueryEscape, "unquery": url.QueryUnescape or "error: ..."}
+//	gocompat float    for each stdin line "BITS VERB PREC" (BITS the float64's bits in hex,
+//	                  PREC -1 for shortest), one line: strconv.FormatFloat(v, VERB, PREC, 64)
 package main
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
@@ -33,7 +36,7 @@ func main() {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: gocompat print|quote")
+		fmt.Fprintln(os.Stderr, "usage: gocompat print|quote|float")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -73,8 +76,20 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+	case "float":
+		in := bufio.NewScanner(os.Stdin)
+		for in.Scan() {
+			var bits uint64
+			var verb string
+			var prec int
+			if _, err := fmt.Sscanf(in.Text(), "%x %s %d", &bits, &verb, &prec); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			fmt.Fprintln(out, strconv.FormatFloat(math.Float64frombits(bits), verb[0], prec, 64))
+		}
 	default:
-		fmt.Fprintln(os.Stderr, "usage: gocompat print|quote")
+		fmt.Fprintln(os.Stderr, "usage: gocompat print|quote|float")
 		os.Exit(2)
 	}
 }
