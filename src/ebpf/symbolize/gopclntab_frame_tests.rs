@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use gimli::{
     BaseAddresses, CfaRule, CieOrFde, DebugFrame, LittleEndian, UnwindContext, UnwindSection as _,
@@ -15,44 +14,14 @@ use gimli::{
 use object::{CompressionFormat, Object as _, ObjectSection as _};
 
 use super::super::elf;
+use super::super::tests::{go_available, go_build};
 use super::{GoFrame, GoTable};
-
-/// Whether `go` can be run; panics instead when SCRAPER_REQUIRE_GO=1 (as CI sets).
-fn go_available() -> bool {
-    let ok = Command::new("go")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("SCRAPER_REQUIRE_GO").as_deref() != Ok("1"),
-            "SCRAPER_REQUIRE_GO=1 but `go` cannot be run"
-        );
-        eprintln!("skipped: Go frame-stepping oracle (go not found)");
-    }
-    ok
-}
 
 /// Builds tests/go/busyloop like tests/ebpf_profiles.rs does, but keeping DWARF.
 fn build_busyloop(dir: &Path) -> PathBuf {
-    let bin = dir.join("busy_go");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/go/busyloop/main.go");
-    let out = Command::new("go")
-        .arg("build")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .env("GO111MODULE", "off")
-        .env("GOPATH", dir.join("gopath"))
-        .env("GOFLAGS", "")
-        .output()
-        .expect("run go build");
-    assert!(
-        out.status.success(),
-        "go build failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    bin
+    std::fs::copy(&src, dir.join("main.go")).expect("copy busyloop");
+    go_build(dir, "busy_go", &[])
 }
 
 /// `.debug_frame`'s contents. Go's linker compresses DWARF by default (SHF_COMPRESSED, or a

@@ -79,7 +79,7 @@ fn compile(
 }
 
 /// Whether `go` can be used; panics instead of skipping when SCRAPER_REQUIRE_GO is set.
-fn go_available() -> bool {
+pub(super) fn go_available() -> bool {
     let required = std::env::var("SCRAPER_REQUIRE_GO").is_ok_and(|v| !v.is_empty() && v != "0");
     let ok = Command::new("go")
         .arg("version")
@@ -95,7 +95,8 @@ fn go_available() -> bool {
     ok
 }
 
-fn go_build(dir: &Path, out: &str, flags: &[&str]) -> PathBuf {
+/// Builds `dir/main.go` (GOPATH mode, no cgo) into `dir/out`.
+pub(super) fn go_build(dir: &Path, out: &str, flags: &[&str]) -> PathBuf {
     let path = dir.join(out);
     let output = Command::new("go")
         .arg("build")
