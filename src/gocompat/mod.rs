@@ -4,8 +4,8 @@
 //! (`tests/gocompat_oracle.rs` runs a Go program over every code point).
 //!
 //! * [`quote`]: `strconv.Quote`, `QuoteToASCII`, `QuoteRune`, and `unicode.IsPrint`.
-//! * [`strconv`]: the shortest decimal of a float64, with Go's choice between equally close
-//!   candidates.
+//! * [`strconv`]: `strconv.FormatFloat`, with Go's shortest decimal (and its choice between
+//!   equally close candidates).
 //! * [`unicode`]: membership in Unicode ranges (Go's `unicode.Is`).
 //! * [`url`]: `url.QueryEscape` and `url.QueryUnescape`.
 //!

@@ -22,7 +22,7 @@ use crate::gocompat::{query_escape, query_unescape};
 
 mod sprintf;
 
-use sprintf::go_format_e_shortest;
+use crate::gocompat::strconv::format_e_shortest as go_format_e_shortest;
 pub use sprintf::{go_format_float, sprintf};
 
 /// Alloy's warning for deprecated top-level aliases such as `env` and `concat`.
