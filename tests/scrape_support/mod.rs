@@ -33,7 +33,7 @@ pub fn have_go() -> bool {
     Require::Go.have_go()
 }
 
-/// Debian's Prometheus binary, installed with apt-get when missing (and possible).
+/// Debian's Prometheus binary, when installed (`.ci/run` installs it); else why not is printed.
 pub fn prometheus() -> Option<PathBuf> {
     Require::Go.prometheus()
 }

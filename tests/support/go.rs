@@ -11,7 +11,6 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub fn repo() -> PathBuf {
@@ -65,31 +64,12 @@ impl Require {
         ok
     }
 
-    /// Debian's Prometheus binary, installed with apt-get when missing (and possible); reports
-    /// it when it stays missing.
+    /// Debian's Prometheus binary; reports it when missing (tests never install anything:
+    /// `.ci/run` does).
     pub fn prometheus(self) -> Option<PathBuf> {
-        if let Some(p) = find_prometheus() {
-            return Some(p);
-        }
-        static INSTALL: Mutex<bool> = Mutex::new(false);
-        let mut tried = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
-        if !*tried {
-            *tried = true;
-            eprintln!("prometheus is missing: apt-get install -y prometheus");
-            let _ = Command::new("apt-get")
-                .args([
-                    "install",
-                    "-y",
-                    "-qq",
-                    "--no-install-recommends",
-                    "prometheus",
-                ])
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .status();
-        }
         let found = find_prometheus();
         if found.is_none() {
-            self.missing("Debian's prometheus is not installed and could not be installed");
+            self.missing("Debian's prometheus is not installed");
         }
         found
     }
