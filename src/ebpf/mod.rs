@@ -12,6 +12,7 @@
 //! * [`component`]: the component, a thin shell over [`session`].
 //! * [`session`]: the sampling thread: sampler choice by capability (BPF, else perf, else a
 //!   clear error), draining, target matching, collection.
+//! * [`status`]: what the debug info shows.
 //! * [`targets`]: pid / container-id matching and profile labels (service_name inference).
 //! * [`profile`]: stacks of one interval to pprof.
 //! * [`sample`]: what every sampler produces (one stack per tick) and the [`sample::Sampler`]
@@ -43,6 +44,7 @@ pub mod profile;
 pub mod sample;
 pub mod session;
 pub mod stack;
+pub mod status;
 pub mod symbolize;
 pub mod targets;
 pub mod unwind;
