@@ -63,13 +63,19 @@ impl Images {
         self.bytes
     }
 
+    /// Distinct images held (files with the same build id share one).
     pub fn len(&self) -> usize {
-        self.by_build_id.len()
-            + self
-                .by_file
-                .values()
-                .filter(|s| matches!(s, Slot::Loaded { .. }))
-                .count()
+        let mut seen: Vec<*const std::sync::Mutex<Image>> = self
+            .by_file
+            .values()
+            .filter_map(|s| match s {
+                Slot::Loaded { image, .. } => Some(Arc::as_ptr(image)),
+                Slot::Failed => None,
+            })
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len()
     }
 
     /// The image behind an executable file mapping of `pid`, loading it on first use.
@@ -238,6 +244,7 @@ mod tests {
         let b = free.get(pid, &exe, &name).expect("cached");
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(free.loads, 1);
+        assert_eq!(free.len(), 1);
         let exe_bytes = a.lock().expect("lock").bytes;
         let libc_bytes = free
             .get(pid, &libc, &name)
@@ -246,6 +253,7 @@ mod tests {
             .expect("lock")
             .bytes;
         assert_eq!(free.bytes(), exe_bytes + libc_bytes);
+        assert_eq!(free.len(), 2);
 
         // A budget whose low-priority share (70 %) holds either file but not both: loading
         // libc after the executable evicts the executable's table.
