@@ -23,7 +23,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use prost::Message as _;
 use scraper::pprof::proto::{Function, Line, Location, Profile as Pprof, Sample, ValueType};
 use scraper::profiles::Profile;
-use scraper::write::{labels, wire};
+use scraper::protocols::pyroscope::{labels, wire};
 
 const PROFILES: usize = 10_000;
 const SERIES: usize = 100;

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use scraper::discovery::kubernetes::{Arguments, Kubernetes};
+use scraper::components::discovery::kubernetes::{Arguments, Kubernetes};
 use scraper::runtime::{Component, ComponentOptions, ExportsHandle};
 use scraper::syntax::decode;
 use scraper::syntax::eval::{Scope, eval_body};

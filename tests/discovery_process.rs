@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use scraper::discovery::process::container_id_of_pid;
+use scraper::components::discovery::process::container_id_of_pid;
 use scraper::runtime::{Controller, ControllerOptions, HealthState};
 use serde_json::Value as Json;
 

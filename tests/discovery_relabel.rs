@@ -6,7 +6,7 @@ mod runtime_support;
 use std::collections::BTreeMap;
 
 use runtime_support::{evaluations, pass};
-use scraper::discovery::relabel::Relabel;
+use scraper::components::discovery::relabel::Relabel;
 use scraper::runtime::{Controller, ControllerOptions, HealthState, LoadError, Registration};
 
 type Targets = Vec<BTreeMap<String, String>>;

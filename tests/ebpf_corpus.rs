@@ -29,9 +29,14 @@ fn corpus_ebpf_and_process_blocks_decode() {
             }
         };
         let result = if block.component == "pyroscope.ebpf" {
-            from_body_at::<scraper::ebpf::args::Arguments>(body, block.header).map(|_| ())
+            from_body_at::<scraper::components::pyroscope::ebpf::args::Arguments>(
+                body,
+                block.header,
+            )
+            .map(|_| ())
         } else {
-            from_body_at::<scraper::discovery::process::Arguments>(body, block.header).map(|_| ())
+            from_body_at::<scraper::components::discovery::process::Arguments>(body, block.header)
+                .map(|_| ())
         };
         match result {
             Ok(()) => *decoded.entry(block.component).or_default() += 1,

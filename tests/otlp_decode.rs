@@ -1,6 +1,6 @@
 //! Our OTLP profiles export, read by a decoder we did not write: OpenTelemetry's generated
 //! Python messages (PyPI opentelemetry-proto 1.45.2, installed pinned by
-//! `tests/otlp/install.sh`). Real Go profiles are converted with `scraper::otlp::convert`, the
+//! `tests/otlp/install.sh`). Real Go profiles are converted with `scraper::protocols::otlp::convert`, the
 //! request is decoded by `tests/otlp/decode.py`, and every sample value must be found under the
 //! same stack, labels and sample type as in the source pprof.
 //!
@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use prost::Message as _;
-use scraper::otlp::convert::RequestBuilder;
 use scraper::pprof::proto::Profile;
+use scraper::protocols::otlp::convert::RequestBuilder;
 use serde_json::Value;
 
 fn decoder_python() -> Option<PathBuf> {

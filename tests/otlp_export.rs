@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use prost::Message as _;
-use scraper::otlp::exporter::OtlpHttpProfiles;
+use scraper::components::otelcol::exporter_otlphttp::OtlpHttpProfiles;
 use scraper::pprof::proto::Profile as Pprof;
 use scraper::profiles::{Profile, Receiver};
 use scraper::runtime::{BoxError, Component as _, ComponentOptions, MetricsRegistry};

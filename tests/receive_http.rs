@@ -20,8 +20,8 @@ use std::time::{Duration, SystemTime};
 use prost::Message as _;
 use scrape_support::{Scraper, eventually, free_port, metric};
 use scraper::pprof::proto::Profile as Pprof;
-use scraper::write::proto::push::v1::{PushRequest, RawProfileSeries, RawSample};
-use scraper::write::proto::types::v1::LabelPair;
+use scraper::protocols::pyroscope::proto::push::v1::{PushRequest, RawProfileSeries, RawSample};
+use scraper::protocols::pyroscope::proto::types::v1::LabelPair;
 use support::pyroscope_receiver::{PyroscopeReceiver, Received};
 
 fn config(port: u16, rx: &str, store: &Path) -> String {

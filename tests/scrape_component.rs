@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use scrape_support::{Behavior, FaultServer, captured, metric};
+use scraper::components::pyroscope::scrape::profiling::ProfilingConfig;
+use scraper::components::pyroscope::scrape::{Arguments, Scrape, ScrapeOptions};
 use scraper::httpclient::{HttpClientConfig, WithHttpClient};
 use scraper::profiles::{Appendable, Profile, Receiver};
 use scraper::runtime::{Component, ComponentOptions};
-use scraper::scrape::profiling::ProfilingConfig;
-use scraper::scrape::{Arguments, Scrape, ScrapeOptions};
 use scraper::syntax::types::{CapsuleRef, Duration as AlloyDuration};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

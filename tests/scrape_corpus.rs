@@ -22,7 +22,8 @@ fn corpus_scrape_blocks_decode() {
                 continue;
             }
         };
-        match from_body_at::<scraper::scrape::Arguments>(body, block.header) {
+        match from_body_at::<scraper::components::pyroscope::scrape::Arguments>(body, block.header)
+        {
             Ok(_) => decoded += 1,
             Err(ds) => failures.push(corpus::decode_failure(&block.name, &ds)),
         }

@@ -241,9 +241,9 @@ mod graph {
             PyroscopeReceiver::start().await,
         );
         let registry = Registry::new()
-            .with(Registration::new::<scraper::write::Write>(
-                "pyroscope.write",
-            ))
+            .with(Registration::new::<
+                scraper::components::pyroscope::write::Write,
+            >("pyroscope.write"))
             .with(Registration::new::<Producer>("test.producer"));
         let dir = tempfile::tempdir().expect("tempdir");
         let mut opts = ControllerOptions::new(registry);

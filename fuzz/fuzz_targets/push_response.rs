@@ -20,7 +20,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use scraper::write::wire::{CONTENT_TYPE_PROTO, Code, classify_response};
+use scraper::protocols::pyroscope::wire::{CONTENT_TYPE_PROTO, Code, classify_response};
 
 /// Sample types `select_merge` reduces to (the first two are in the Go mutex seed).
 const SAMPLE_TYPES: [(&str, &str); 5] = [

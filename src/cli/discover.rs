@@ -19,8 +19,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::Args;
 
-use crate::discovery::kubernetes::{self, Arguments};
-use crate::discovery::relabel as relabel_component;
+use crate::components::discovery::kubernetes::{self, Arguments};
+use crate::components::discovery::relabel as relabel_component;
 use crate::syntax::decode;
 use crate::syntax::diag::Diagnostic;
 use crate::syntax::eval::{Scope, eval_body};

@@ -22,7 +22,7 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 
 use crate::components;
-use crate::discovery::relabel::{self as component, Arguments};
+use crate::components::discovery::relabel::{self as component, Arguments};
 use crate::gocompat::quote as go_quote;
 use crate::relabel::{Action, LabelSet, RuleConfig, TraceStep};
 use crate::runtime;

@@ -4,34 +4,44 @@
 //! one `.with(Registration::new::<YourComponent>("namespace.name"))` line to [`builtin`]. Nothing
 //! else in the runtime, the CLI or the server needs to know about it.
 
+pub mod discovery;
+pub mod otelcol;
+pub mod pyroscope;
+
 use crate::runtime::{Registration, Registry};
 
 /// Every component `scraper run` and `scraper check` accept.
 pub fn builtin() -> Registry {
     Registry::new()
-        .with(Registration::new::<crate::write::Write>("pyroscope.write"))
-        .with(Registration::new::<crate::scrape::Scrape>(
-            "pyroscope.scrape",
-        ))
-        .with(Registration::new::<crate::debug::Debug>("pyroscope.debug"))
-        .with(Registration::new::<crate::discovery::relabel::Relabel>(
-            "discovery.relabel",
-        ))
-        .with(Registration::new::<crate::discovery::kubernetes::Kubernetes>("discovery.kubernetes"))
-        .with(Registration::new::<crate::discovery::process::Process>(
-            "discovery.process",
-        ))
-        .with(Registration::new::<crate::ebpf::Ebpf>("pyroscope.ebpf"))
-        .with(Registration::new::<crate::store::Store>("pyroscope.store"))
-        .with(Registration::new::<crate::relabel::component::Relabel>(
-            "pyroscope.relabel",
-        ))
-        .with(Registration::new::<crate::receive::ReceiveHttp>(
-            "pyroscope.receive_http",
-        ))
-        .with(
-            Registration::new::<crate::otlp::exporter::OtlpHttpProfiles>(
-                "otelcol.exporter.otlphttp_profiles",
-            ),
-        )
+        .with(Registration::new::<
+            crate::components::pyroscope::write::Write,
+        >("pyroscope.write"))
+        .with(Registration::new::<
+            crate::components::pyroscope::scrape::Scrape,
+        >("pyroscope.scrape"))
+        .with(Registration::new::<
+            crate::components::pyroscope::debug::Debug,
+        >("pyroscope.debug"))
+        .with(Registration::new::<
+            crate::components::discovery::relabel::Relabel,
+        >("discovery.relabel"))
+        .with(Registration::new::<
+            crate::components::discovery::kubernetes::Kubernetes,
+        >("discovery.kubernetes"))
+        .with(Registration::new::<
+            crate::components::discovery::process::Process,
+        >("discovery.process"))
+        .with(Registration::new::<crate::components::pyroscope::ebpf::Ebpf>("pyroscope.ebpf"))
+        .with(Registration::new::<
+            crate::components::pyroscope::store::Store,
+        >("pyroscope.store"))
+        .with(Registration::new::<
+            crate::components::pyroscope::relabel::Relabel,
+        >("pyroscope.relabel"))
+        .with(Registration::new::<
+            crate::components::pyroscope::receive_http::ReceiveHttp,
+        >("pyroscope.receive_http"))
+        .with(Registration::new::<
+            crate::components::otelcol::exporter_otlphttp::OtlpHttpProfiles,
+        >("otelcol.exporter.otlphttp_profiles"))
 }

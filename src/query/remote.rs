@@ -33,8 +33,8 @@ use super::source::{Mark, Merged, ProfileSource, Query, QueryError};
 use crate::httpclient::body::{ReadError, read_limited};
 use crate::httpclient::{BasicAuth, HttpClient, HttpClientConfig};
 use crate::pprof::proto::Profile;
+use crate::protocols::pyroscope::wire::{CONTENT_TYPE_PROTO, classify_response, transport_error};
 use crate::syntax::types::SecretString;
-use crate::write::wire::{CONTENT_TYPE_PROTO, classify_response, transport_error};
 
 pub const SELECT_MERGE_STACKTRACES_PATH: &str = "/querier.v1.QuerierService/SelectMergeStacktraces";
 pub const SELECT_MERGE_PROFILE_PATH: &str = "/querier.v1.QuerierService/SelectMergeProfile";

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use super::case;
-use super::labels::{LabelName, LabelSet, LabelValue};
 use super::md5;
 use super::regex::Captures;
 use super::rule::{Action, Rule, RuleConfig, RuleError, Target};
 use super::template::replace_all;
+use crate::labels::{LabelName, LabelSet, LabelValue};
 
 /// A loaded list of rules, applied top to bottom (Alloy's `discovery.relabel` rule blocks).
 #[derive(Debug)]

@@ -93,17 +93,16 @@
 //! cases and records the documented divergence instead of comparing them.
 
 mod apply;
+pub mod block;
 mod case;
-pub mod component;
-mod labels;
 pub mod md5;
 pub mod regex;
 mod rule;
 pub mod template;
 
+pub use crate::labels::{LabelName, LabelSet, LabelValue};
 pub use apply::{Relabeler, TraceStep};
 pub use case::{to_lower, to_upper};
-pub use labels::{LabelName, LabelSet, LabelValue};
 pub use regex::{GoRegex, RegexError};
 pub use rule::{
     Action, DEFAULT_REGEX, DEFAULT_REPLACEMENT, DEFAULT_SEPARATOR, Rule, RuleConfig, RuleError,

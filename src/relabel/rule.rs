@@ -8,9 +8,9 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use super::labels::{LabelName, LabelValue};
 use super::regex::{GoRegex, RegexError};
 use super::template::Template;
+use crate::labels::{LabelName, LabelValue};
 
 /// The 11 relabel actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

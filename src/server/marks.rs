@@ -35,7 +35,7 @@ pub(super) async fn create(Json(req): Json<MarkRequest>) -> (StatusCode, Json<se
     let name = name.to_string();
     let recorded = tokio::task::spawn_blocking({
         let name = name.clone();
-        move || crate::store::record_mark_everywhere(&name, at)
+        move || crate::components::pyroscope::store::record_mark_everywhere(&name, at)
     })
     .await
     .unwrap_or(0);

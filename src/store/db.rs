@@ -31,7 +31,7 @@ use super::keys::{
 use super::snapshot;
 use crate::pprof::codec::{Deflater, is_gzip};
 use crate::profiles::{Label, Profile};
-use crate::write::labels::prepare;
+use crate::protocols::pyroscope::labels::prepare;
 
 /// The database file inside a store directory.
 pub const FILE: &str = "profiles.redb";

@@ -103,7 +103,7 @@ pub(crate) fn capsule_reset(mark: usize) {
     CAPSULES.with(|t| t.borrow_mut().truncate(mark));
 }
 
-/// `std::any::type_name` without module paths: `scraper::write::Receiver` -> `Receiver`.
+/// `std::any::type_name` without module paths: `scraper::components::pyroscope::write::Receiver` -> `Receiver`.
 pub fn short_type_name<T: ?Sized>() -> String {
     let full = std::any::type_name::<T>();
     let mut out = String::with_capacity(full.len());

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use prost::Message as _;
-use scraper::write::proto::push::v1::PushRequest;
+use scraper::protocols::pyroscope::proto::push::v1::PushRequest;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
@@ -519,7 +519,7 @@ fn handle(req: &Parsed, shared: &Shared) -> Vec<u8> {
 /// optionally gzipped; 415 for another content type, 400 for a body that does not decode or
 /// convert; success is an empty `ExportProfilesServiceResponse`.
 fn handle_otlp(req: &Parsed, shared: &Shared) -> Vec<u8> {
-    use scraper::otlp::proto::collector::profiles::v1development::{
+    use scraper::protocols::otlp::proto::collector::profiles::v1development::{
         ExportProfilesServiceRequest, ExportProfilesServiceResponse,
     };
     const PROTOBUF: &str = "application/x-protobuf";
@@ -545,7 +545,7 @@ fn handle_otlp(req: &Parsed, shared: &Shared) -> Vec<u8> {
         Ok(x) => x,
         Err(e) => return response(400, "text/plain", format!("decoding: {e}").as_bytes()),
     };
-    let converted = match scraper::otlp::convert::to_pprof(&export) {
+    let converted = match scraper::protocols::otlp::convert::to_pprof(&export) {
         Ok(c) => c,
         Err(e) => return response(400, "text/plain", format!("converting: {e}").as_bytes()),
     };
@@ -702,7 +702,7 @@ pub fn tls_server_config(server: &Issued, client_ca: Option<&TestCa>) -> rustls:
 
 /// A `pyroscope.write` component built from Alloy source and running on the current runtime.
 pub struct Writer {
-    pub component: Arc<scraper::write::Write>,
+    pub component: Arc<scraper::components::pyroscope::write::Write>,
     pub receiver: Arc<scraper::profiles::Receiver>,
     pub metrics: scraper::runtime::MetricsRegistry,
     shutdown: CancellationToken,
@@ -710,14 +710,18 @@ pub struct Writer {
 }
 
 /// Decodes the body of a `pyroscope.write` block.
-pub fn write_args(body: &str) -> Result<scraper::write::Arguments, Vec<String>> {
+pub fn write_args(
+    body: &str,
+) -> Result<scraper::components::pyroscope::write::Arguments, Vec<String>> {
     use scraper::syntax::eval::{Scope, eval_body};
     use scraper::syntax::parser::parse_file;
     let (file, diags) = parse_file(body);
     assert!(diags.is_empty(), "{diags:?}");
     let evaluated = eval_body(&file.body, &Scope::stdlib()).expect("eval");
-    scraper::syntax::decode::from_body::<scraper::write::Arguments>(&evaluated)
-        .map_err(|ds| ds.into_iter().map(|d| d.message).collect())
+    scraper::syntax::decode::from_body::<scraper::components::pyroscope::write::Arguments>(
+        &evaluated,
+    )
+    .map_err(|ds| ds.into_iter().map(|d| d.message).collect())
 }
 
 impl Writer {
@@ -728,11 +732,13 @@ impl Writer {
         let opts = ComponentOptions::standalone(
             "pyroscope.write.test",
             "pyroscope.write",
-            scraper::write::Write::initial_exports(),
+            scraper::components::pyroscope::write::Write::initial_exports(),
         );
         let metrics = opts.metrics.clone();
         let exports = opts.exports.clone();
-        let component = Arc::new(scraper::write::Write::build(opts, args).expect("build"));
+        let component = Arc::new(
+            scraper::components::pyroscope::write::Write::build(opts, args).expect("build"),
+        );
         let receiver = match exports.current() {
             scraper::syntax::value::Value::Object(o) => match o.get("receiver") {
                 Some(scraper::syntax::value::Value::Capsule(c)) => c

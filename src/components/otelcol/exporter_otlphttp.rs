@@ -1,0 +1,232 @@
+//! `otelcol.exporter.otlphttp_profiles`: sends the profiles forwarded to it to an OTLP
+//! endpoint over OTLP/HTTP with protobuf bodies (`POST {endpoint}/v1development/profiles`),
+//! e.g. an OpenTelemetry Collector or Pyroscope's OTLP ingestion.
+//!
+//! ```alloy
+//! otelcol.exporter.otlphttp_profiles "default" {
+//!   client {
+//!     endpoint    = "http://collector:4318"   // required
+//!     headers     = { "X-Scope-OrgID" = "team-a" }
+//!     compression = "gzip"                    // or "none"
+//!     timeout     = "30s"
+//!     tls {                                   // optional
+//!       ca_file              = "/etc/ca.pem"
+//!       cert_file            = "/etc/client.pem"
+//!       key_file             = "/etc/client-key.pem"
+//!       insecure_skip_verify = false
+//!       server_name_override = ""
+//!     }
+//!   }
+//!   profiles_endpoint = ""                    // replaces endpoint + "/v1development/profiles"
+//!   retry_on_failure {
+//!     enabled          = true
+//!     initial_interval = "5s"
+//!     max_interval     = "30s"
+//!     max_elapsed_time = "5m"                 // 0: keep retrying
+//!   }
+//!   queue_config {                            // as in pyroscope.write
+//!     max_bytes      = 67108864
+//!     senders        = 4
+//!     flush_deadline = "5s"
+//!   }
+//! }
+//! ```
+//!
+//! The name follows Alloy's `otelcol.exporter.otlphttp`, whose `client`, `profiles_endpoint`
+//! and `retry_on_failure` arguments it takes; unlike the otelcol components it exports a
+//! profiles `receiver`, so `pyroscope.scrape`, `pyroscope.ebpf`, `pyroscope.relabel` and
+//! `pyroscope.receive_http` forward to it directly. OTLP/HTTP rather than gRPC: Pyroscope and
+//! the Collector take both, and HTTP reuses our client (TLS, proxies) with no gRPC stack.
+//!
+//! Sending is `pyroscope.write`'s (`crate::components::pyroscope::write`, protocol `OtlpHttp`): a bounded queue that
+//! never stalls producers, per-series order, the memory budget, and every drop counted in
+//! `pyroscope_write_dropped_*{component_id,endpoint,reason}` and logged. Each profile becomes
+//! one export request (`super::convert`); only 429, 502, 503, 504 and transport failures are
+//! retried, as OTLP/HTTP specifies.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::components::pyroscope::write::{EndpointSpec, Protocol, QueueConfig, Settings, Write};
+use crate::httpclient::{HttpClientConfig, TlsConfig};
+use crate::profiles::Receiver;
+use crate::runtime::{BoxError, Component, ComponentOptions};
+use crate::syntax::types::Duration;
+use crate::syntax::value::Value;
+
+/// Appended to `client.endpoint` unless `profiles_endpoint` is set.
+pub const PROFILES_PATH: &str = "/v1development/profiles";
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct Arguments {
+    pub client: ClientArguments,
+    #[serde(default)]
+    pub profiles_endpoint: String,
+    #[serde(default)]
+    pub retry_on_failure: RetryArguments,
+    #[serde(default)]
+    pub queue_config: QueueConfig,
+}
+
+fn default_compression() -> String {
+    "gzip".to_owned()
+}
+fn default_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct ClientArguments {
+    pub endpoint: String,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default = "default_compression")]
+    pub compression: String,
+    #[serde(default = "default_timeout")]
+    pub timeout: Duration,
+    #[serde(default)]
+    pub tls: Option<TlsArguments>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TlsArguments {
+    pub ca_file: String,
+    pub cert_file: String,
+    pub key_file: String,
+    pub insecure_skip_verify: bool,
+    pub server_name_override: String,
+    /// Accepted for compatibility: plain `http://` endpoints are already unencrypted.
+    pub insecure: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct RetryArguments {
+    pub enabled: bool,
+    pub initial_interval: Duration,
+    pub max_interval: Duration,
+    pub max_elapsed_time: Duration,
+    /// Accepted for compatibility: the backoff doubles, jittered, as pyroscope.write's does.
+    pub multiplier: f64,
+    /// Accepted for compatibility (see `multiplier`).
+    pub randomization_factor: f64,
+}
+
+impl Default for RetryArguments {
+    fn default() -> Self {
+        RetryArguments {
+            enabled: true,
+            initial_interval: Duration::from_secs(5),
+            max_interval: Duration::from_secs(30),
+            max_elapsed_time: Duration::from_secs(300),
+            multiplier: 1.5,
+            randomization_factor: 0.5,
+        }
+    }
+}
+
+impl Arguments {
+    fn spec(&self) -> Result<EndpointSpec, BoxError> {
+        let c = &self.client;
+        let gzip = match c.compression.as_str() {
+            "gzip" => true,
+            "none" | "" => false,
+            other => {
+                return Err(format!(
+                    "client compression {other:?} is not supported (\"gzip\" or \"none\")"
+                )
+                .into());
+            }
+        };
+        let url = if self.profiles_endpoint.is_empty() {
+            format!("{}{PROFILES_PATH}", c.endpoint.trim_end_matches('/'))
+        } else {
+            self.profiles_endpoint.clone()
+        };
+        let push_url = reqwest::Url::parse(&url)
+            .map_err(|e| format!("OTLP endpoint {url:?} is invalid: {e}"))?;
+        let headers = crate::components::pyroscope::write::sensitive_headers(&c.headers)?;
+        let r = &self.retry_on_failure;
+        let q = &self.queue_config;
+        let settings = Settings {
+            url,
+            protocol: Protocol::OtlpHttp { gzip },
+            push_url,
+            headers,
+            remote_timeout: c.timeout.get(),
+            min_backoff: r.initial_interval.get(),
+            max_backoff: r.max_interval.get(),
+            // Retries are bounded by the profile's age (`max_elapsed_time`), not a count.
+            max_retries: 0,
+            // 413 must not be retried; 429 is retried as unavailable anyway.
+            retry_on_http_429: false,
+            retry: r.enabled,
+            senders: usize::try_from(q.senders).unwrap_or(usize::MAX),
+            max_age: if r.enabled {
+                r.max_elapsed_time.get()
+            } else {
+                q.max_age.get()
+            },
+            flush_deadline: q.flush_deadline.get(),
+            limits: crate::components::pyroscope::write::limits::Limits::default(),
+        };
+        let mut http = HttpClientConfig::default();
+        if let Some(t) = &c.tls {
+            http.tls_config = TlsConfig {
+                ca_file: t.ca_file.clone(),
+                cert_file: t.cert_file.clone(),
+                key_file: t.key_file.clone(),
+                server_name: t.server_name_override.clone(),
+                insecure_skip_verify: t.insecure_skip_verify,
+                ..TlsConfig::default()
+            };
+        }
+        Ok(EndpointSpec {
+            settings,
+            http,
+            max_bytes: usize::try_from(q.max_bytes).unwrap_or(usize::MAX),
+        })
+    }
+}
+
+/// The `otelcol.exporter.otlphttp_profiles` component.
+pub struct OtlpHttpProfiles {
+    inner: Arc<Write>,
+}
+
+impl OtlpHttpProfiles {
+    pub fn receiver(&self) -> Arc<Receiver> {
+        self.inner.receiver()
+    }
+}
+
+impl Component for OtlpHttpProfiles {
+    type Arguments = Arguments;
+
+    fn initial_exports() -> Value {
+        <Write as Component>::initial_exports()
+    }
+
+    fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
+        let spec = args.spec()?;
+        Ok(OtlpHttpProfiles {
+            inner: Arc::new(Write::build_with(opts, Vec::new(), vec![spec])?),
+        })
+    }
+
+    fn update(&self, args: Arguments) -> Result<(), BoxError> {
+        self.inner.apply(Vec::new(), vec![args.spec()?])
+    }
+
+    fn debug_info(&self) -> Option<serde_json::Value> {
+        self.inner.debug_info()
+    }
+
+    async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {
+        self.inner.clone().run(shutdown).await
+    }
+}

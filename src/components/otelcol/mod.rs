@@ -1,0 +1,3 @@
+//! The `otelcol.*` components: the OpenTelemetry Collector's names for what we share with it.
+
+pub mod exporter_otlphttp;

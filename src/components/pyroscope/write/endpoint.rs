@@ -1,0 +1,512 @@
+//! One endpoint: its HTTP client, its queue and the senders draining it.
+//!
+//! Each sender takes a profile (see `queue`), fits it into the backend's limits, encodes the
+//! push once, and tries until it is accepted or must be given up:
+//!
+//! * accepted (200): counted as sent; senders backing off because the endpoint was unavailable
+//!   are woken to retry at once;
+//! * an error retrying cannot fix (`invalid_argument`, `unauthenticated`, ... and
+//!   `resource_exhausted` without `retry_on_http_429`): dropped, reason `rejected`;
+//! * a retryable error (`internal`, `unknown`, `deadline_exceeded`, `data_loss`, `aborted`,
+//!   `resource_exhausted`): Alloy's backoff, jittered, from `min_backoff_period` doubling up to
+//!   `max_backoff_period`; after `max_backoff_retries` failed attempts (0 = no limit) dropped,
+//!   reason `retries_exhausted`;
+//! * `unavailable` (refused or reset connections, 502/503/504, a plain 429): the endpoint is
+//!   down, not the profile at fault, so the same backoff applies but the attempts do not use
+//!   up the profile's retries. What bounds the wait is the profile's age: once older than
+//!   `max_age` (the backend's ingestion window) it is dropped, reason `too_old`.
+//!
+//! Meanwhile the queue keeps accepting (and, when full, evicting the oldest). Sending is
+//! stopped two ways: *retire* (configuration change) stops a sender between attempts and puts
+//! its profile back in the queue, *abort* (end of the shutdown flush) also cancels an attempt
+//! in progress.
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use reqwest::header::{CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::limits::{Fit, Limits};
+use super::metrics::{EndpointMetrics, Latency, Reason};
+use super::queue::{Entry, Eviction, Queue};
+use crate::budget::{Budget, Priority, Reservation, Use};
+use crate::httpclient::HttpClient;
+use crate::httpclient::body::{ReadError, read_limited};
+use crate::protocols::pyroscope::wire::{self, Code, Disposition, PushError};
+
+/// The most of a push response we read: Connect answers with a small JSON error or nothing.
+const RESPONSE_LIMIT: usize = 1 << 20;
+
+/// Decoding a profile to trim it takes up to this many times its uncompressed size (the
+/// decoded message's vectors, then the trimmed copy).
+const TRIM_MEMORY_FACTOR: usize = 12;
+
+/// How an endpoint talks to its backend. Everything else (queue, retries, drops, metrics) is
+/// the same for both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// Pyroscope's Connect push (`pyroscope.write`): profiles fitted to the backend's limits,
+    /// sent as they are.
+    Connect,
+    /// An OTLP/HTTP profiles export (`otelcol.exporter.otlphttp_profiles`): each profile
+    /// converted to an `ExportProfilesServiceRequest` (`crate::protocols::otlp::convert`), optionally
+    /// gzipped. Retries follow the OTLP/HTTP rules: only 429, 502, 503, 504 and transport
+    /// failures are retried.
+    OtlpHttp { gzip: bool },
+}
+
+/// An endpoint's resolved settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// The configured base URL; also the `endpoint` metric label, as in Alloy.
+    pub url: String,
+    pub protocol: Protocol,
+    /// Where requests go: `url` + `/push.v1.PusherService/Push` for Connect, the profiles
+    /// endpoint for OTLP.
+    pub push_url: reqwest::Url,
+    /// The endpoint's `headers` attribute.
+    pub headers: HeaderMap,
+    pub remote_timeout: Duration,
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+    /// 0: unlimited.
+    pub max_retries: u32,
+    pub retry_on_http_429: bool,
+    /// false: a failed attempt drops the profile whatever the error (OTLP's
+    /// `retry_on_failure { enabled = false }`).
+    pub retry: bool,
+    pub senders: usize,
+    /// 0: profiles never age out.
+    pub max_age: Duration,
+    pub flush_deadline: Duration,
+    pub limits: Limits,
+}
+
+pub struct Endpoint {
+    pub settings: Settings,
+    client: HttpClient,
+    pub queue: Arc<Queue>,
+    pub metrics: EndpointMetrics,
+    /// Notified when a push succeeds, to cut short the backoff of senders waiting out an
+    /// unavailable endpoint.
+    recovered: Notify,
+}
+
+/// The running senders of one endpoint.
+pub struct Senders {
+    abort: CancellationToken,
+    retire: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Senders {
+    /// Stops taking profiles; senders put back what they hold at their next wait.
+    pub fn retire(&self) {
+        self.retire.cancel();
+    }
+
+    /// Also cancels attempts in progress (their profiles go back to the queue).
+    pub fn abort(&self) {
+        self.abort.cancel();
+    }
+
+    /// Waits for every sender to have stopped (after `retire` or `abort`).
+    pub async fn join(self) {
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+enum Delivery {
+    Done,
+    /// Stopped before finishing: back to the queue.
+    Stopped(Entry),
+}
+
+impl Endpoint {
+    pub fn new(
+        settings: Settings,
+        client: HttpClient,
+        queue: Arc<Queue>,
+        metrics: EndpointMetrics,
+    ) -> Self {
+        Endpoint {
+            settings,
+            client,
+            queue,
+            metrics,
+            recovered: Notify::new(),
+        }
+    }
+
+    /// Queues a profile; never waits. Evicted profiles are counted as dropped.
+    pub fn enqueue(&self, entry: Entry) {
+        for (e, why) in self.queue.push(entry) {
+            let reason = match why {
+                Eviction::QueueFull => Reason::QueueFull,
+                Eviction::MemoryBudget => {
+                    Budget::global().count_shed(Use::WriteQueue, Priority::Normal);
+                    Reason::MemoryBudget
+                }
+            };
+            self.metrics.dropped(reason, e.raw.len());
+        }
+    }
+
+    /// Starts the senders on `runtime`.
+    pub fn start(self: &Arc<Self>, runtime: &tokio::runtime::Handle) -> Senders {
+        let abort = CancellationToken::new();
+        let retire = abort.child_token();
+        let tasks = (0..self.settings.senders.max(1))
+            .map(|_| runtime.spawn(self.clone().sender(retire.clone(), abort.clone())))
+            .collect();
+        Senders {
+            abort,
+            retire,
+            tasks,
+        }
+    }
+
+    async fn sender(self: Arc<Self>, retire: CancellationToken, abort: CancellationToken) {
+        loop {
+            let entry = tokio::select! {
+                biased;
+                _ = retire.cancelled() => return,
+                e = self.queue.take() => e,
+            };
+            let series = entry.series;
+            match self.deliver(entry, &retire, &abort).await {
+                Delivery::Done => self.queue.done(series),
+                Delivery::Stopped(e) => {
+                    self.queue.requeue(e);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn too_old(&self, e: &Entry) -> bool {
+        !self.settings.max_age.is_zero()
+            && SystemTime::now()
+                .duration_since(e.received_at)
+                .is_ok_and(|age| age > self.settings.max_age)
+    }
+
+    async fn deliver(
+        &self,
+        entry: Entry,
+        retire: &CancellationToken,
+        abort: &CancellationToken,
+    ) -> Delivery {
+        let s = &self.settings;
+        let give_up = |reason: Reason, e: &Entry| {
+            self.metrics.dropped(reason, e.raw.len());
+            Delivery::Done
+        };
+        self.metrics
+            .latency(Latency::Queue, entry.enqueued.elapsed().as_secs_f64());
+        if self.too_old(&entry) {
+            return give_up(Reason::TooOld, &entry);
+        }
+        let prepared = match s.protocol {
+            // What is counted as sent is the profile's size as pushed (trimmed or not).
+            Protocol::Connect => self
+                .fit(&entry)
+                .await
+                .map(|raw| (wire::encode_push_request(&entry.labels, &raw), raw.len())),
+            Protocol::OtlpHttp { gzip } => self
+                .otlp_request(&entry, gzip)
+                .await
+                .map(|body| (body, entry.raw.len())),
+        };
+        let (body, sent_bytes) = match prepared {
+            Ok(prepared) => prepared,
+            Err((reason, why)) => {
+                tracing::warn!(endpoint = %s.url, reason = %why, "dropping profile");
+                return give_up(reason, &entry);
+            }
+        };
+        let started = Instant::now();
+        let mut failures = 0u32;
+        let mut unavailable = 0u32;
+        loop {
+            let result = tokio::select! {
+                biased;
+                _ = abort.cancelled() => return Delivery::Stopped(entry),
+                r = self.attempt(body.clone()) => r,
+            };
+            let err = match result {
+                Ok(()) => {
+                    self.metrics.sent(sent_bytes);
+                    self.metrics
+                        .latency(Latency::Endpoint, started.elapsed().as_secs_f64());
+                    self.recovered.notify_waiters();
+                    return Delivery::Done;
+                }
+                Err(e) => e,
+            };
+            let disposition = err.disposition(s.retry_on_http_429);
+            if !s.retry && disposition != Disposition::Drop {
+                tracing::warn!(endpoint = %s.url, err = %err, "push failed and retries are disabled; dropping profile");
+                return give_up(Reason::RetriesExhausted, &entry);
+            }
+            let delay = match disposition {
+                Disposition::Drop => {
+                    tracing::warn!(endpoint = %s.url, err = %err, "push rejected; dropping profile");
+                    return give_up(Reason::Rejected, &entry);
+                }
+                Disposition::Retry => {
+                    failures += 1;
+                    if s.max_retries > 0 && failures >= s.max_retries {
+                        tracing::warn!(endpoint = %s.url, retries = failures - 1, err = %err, "push failed; giving up on profile");
+                        return give_up(Reason::RetriesExhausted, &entry);
+                    }
+                    backoff_delay(s.min_backoff, s.max_backoff, failures)
+                }
+                Disposition::RetryUnavailable => {
+                    unavailable += 1;
+                    backoff_delay(s.min_backoff, s.max_backoff, unavailable)
+                }
+            };
+            tracing::debug!(endpoint = %s.url, err = %err, ?delay, "push failed; retrying");
+            self.metrics.retry();
+            let recovered = self.recovered.notified();
+            tokio::pin!(recovered);
+            let wake_early = disposition == Disposition::RetryUnavailable;
+            tokio::select! {
+                biased;
+                _ = retire.cancelled() => return Delivery::Stopped(entry),
+                _ = tokio::time::sleep(delay) => {}
+                _ = &mut recovered, if wake_early => {}
+            }
+            if self.too_old(&entry) {
+                tracing::warn!(endpoint = %s.url, err = %err, "profile aged out while retrying; dropping it");
+                return give_up(Reason::TooOld, &entry);
+            }
+        }
+    }
+
+    /// The profile to send: as is, or trimmed to the limits (decompression and trimming run
+    /// off the async threads).
+    ///
+    /// Decoding takes memory like a scrape's processing does: it is reserved against the
+    /// memory budget first, and a profile there is no room for is dropped (`memory_budget`).
+    async fn fit(&self, entry: &Entry) -> Result<Bytes, (Reason, String)> {
+        let limits = self.settings.limits;
+        let label_bytes = entry.labels.len();
+        if limits.fits_without_inspection(&entry.raw, label_bytes) {
+            return Ok(entry.raw.clone());
+        }
+        let _memory = reserve_decoding(entry, "check the profile against the backend's limits")?;
+        let raw = entry.raw.clone();
+        let fit = tokio::task::spawn_blocking(move || limits.fit(&raw, label_bytes))
+            .await
+            .map_err(|e| (Reason::TooLarge, format!("trimming failed: {e}")))?;
+        match fit {
+            Fit::Unchanged => Ok(entry.raw.clone()),
+            Fit::Trimmed {
+                raw,
+                samples_before,
+                samples_after,
+            } => {
+                tracing::debug!(endpoint = %self.settings.url, samples_before, samples_after, "trimmed profile to the backend's limits");
+                self.metrics.trimmed();
+                Ok(raw)
+            }
+            Fit::TooLarge(why) => Err((Reason::TooLarge, why)),
+        }
+    }
+
+    /// The OTLP export request for one profile (decoded and converted off the async threads,
+    /// with the decoding memory reserved against the budget as `fit` does).
+    async fn otlp_request(&self, entry: &Entry, gzip: bool) -> Result<Bytes, (Reason, String)> {
+        let _memory = reserve_decoding(entry, "convert the profile")?;
+        let raw = entry.raw.clone();
+        let labels = entry.series_labels.clone();
+        tokio::task::spawn_blocking(move || {
+            let profile = crate::pprof::decode(&raw, &crate::pprof::Limits::default())
+                .map_err(|e| (Reason::Rejected, format!("profile does not decode: {e}")))?;
+            let mut request = crate::protocols::otlp::convert::RequestBuilder::new();
+            request
+                .add(&labels, &profile)
+                .map_err(|e| (Reason::Rejected, format!("profile does not convert: {e}")))?;
+            let encoded = prost::Message::encode_to_vec(&request.build());
+            Ok(Bytes::from(if gzip {
+                crate::pprof::gzip(&encoded, crate::pprof::DEFAULT_LEVEL)
+            } else {
+                encoded
+            }))
+        })
+        .await
+        .map_err(|e| (Reason::Rejected, format!("conversion failed: {e}")))?
+    }
+
+    /// One HTTP attempt.
+    async fn attempt(&self, body: Bytes) -> Result<(), PushError> {
+        let s = &self.settings;
+        let started = Instant::now();
+        let mut headers = s.headers.clone();
+        self.client
+            .apply(&mut headers)
+            .await
+            .map_err(|e| PushError {
+                code: Code::Unavailable,
+                message: e.to_string(),
+                status: None,
+                from_body: false,
+            })?;
+        match s.protocol {
+            Protocol::Connect => {
+                headers.insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static(wire::CONTENT_TYPE_PROTO),
+                );
+                headers.insert(
+                    HeaderName::from_static("connect-protocol-version"),
+                    HeaderValue::from_static("1"),
+                );
+                headers.insert(
+                    HeaderName::from_static("connect-timeout-ms"),
+                    HeaderValue::from(
+                        u64::try_from(s.remote_timeout.as_millis()).unwrap_or(u64::MAX),
+                    ),
+                );
+            }
+            Protocol::OtlpHttp { gzip } => {
+                headers.insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static(wire::CONTENT_TYPE_OTLP),
+                );
+                if gzip {
+                    headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+                }
+            }
+        }
+        let request = self
+            .client
+            .client()
+            .post(s.push_url.clone())
+            .headers(headers)
+            .timeout(s.remote_timeout)
+            .body(body);
+        let result = async {
+            let resp = request
+                .send()
+                .await
+                .map_err(|e| wire::transport_error(&e))?;
+            let status = resp.status().as_u16();
+            let content_type = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let body = match read_limited(resp, RESPONSE_LIMIT).await {
+                Ok(body) => body,
+                Err(ReadError::Transport(e)) => return Err(wire::transport_error(&e)),
+                // A push answer is a few bytes of JSON: an oversized one is judged by its
+                // status alone.
+                Err(ReadError::TooLarge { .. }) => Bytes::new(),
+            };
+            match s.protocol {
+                Protocol::Connect => {
+                    wire::classify_response(status, content_type.as_deref(), &body)
+                }
+                Protocol::OtlpHttp { .. } => {
+                    let rejected = wire::classify_otlp_response(status, &body)?;
+                    if rejected.rejected_profiles > 0 || !rejected.error_message.is_empty() {
+                        // Accepted in part: nothing a retry would change.
+                        tracing::warn!(endpoint = %s.url, rejected = rejected.rejected_profiles, message = %rejected.error_message, "export partially rejected");
+                    }
+                    Ok(())
+                }
+            }
+        }
+        .await;
+        self.metrics
+            .latency(Latency::Downstream, started.elapsed().as_secs_f64());
+        result
+    }
+}
+
+/// Reserves the memory decoding `entry` takes (its decoded message's vectors, then a trimmed or
+/// converted copy) against the budget; when there is no room the profile is dropped
+/// (`memory_budget`), the error saying what it was going `to`.
+fn reserve_decoding(entry: &Entry, to: &str) -> Result<Reservation, (Reason, String)> {
+    let need = (entry.raw.len()
+        + crate::pprof::codec::declared_size(&entry.raw) * TRIM_MEMORY_FACTOR)
+        as u64;
+    let budget = Budget::global();
+    budget
+        .try_reserve(Use::WriteTrim, Priority::Normal, need)
+        .ok_or_else(|| {
+            budget.count_shed(Use::WriteTrim, Priority::Normal);
+            (
+                Reason::MemoryBudget,
+                format!("the memory budget has no room to {to} ({need} bytes)"),
+            )
+        })
+}
+
+/// Alloy's (dskit) backoff: the delay before retry `n` (1-based) is uniform in
+/// `[min·2^(n-1), min·2^n)`, capped at `max`.
+pub fn backoff_delay(min: Duration, max: Duration, n: u32) -> Duration {
+    if min.is_zero() {
+        return Duration::ZERO;
+    }
+    let lo = min.saturating_mul(1u32 << (n.saturating_sub(1)).min(30));
+    if lo >= max {
+        return max;
+    }
+    let hi = lo.saturating_mul(2).min(max);
+    let span = hi - lo;
+    lo + span.mul_f64(random_unit())
+}
+
+/// A uniform value in [0, 1) (xorshift64*, per thread, seeded from the hasher's random keys).
+fn random_unit() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(0x9e37_79b9_7f4a_7c15);
+            h.finish() | 1
+        });
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        s.set(x);
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_caps() {
+        let (min, max) = (Duration::from_millis(500), Duration::from_secs(300));
+        for n in 1..=12u32 {
+            let lo = (Duration::from_millis(500) * 2u32.pow(n - 1)).min(max);
+            let hi = (lo * 2).min(max);
+            for _ in 0..50 {
+                let d = backoff_delay(min, max, n);
+                assert!(
+                    d >= lo && d <= hi,
+                    "retry {n}: {d:?} not in [{lo:?}, {hi:?}]"
+                );
+            }
+        }
+        assert_eq!(backoff_delay(min, max, 100), max);
+        assert_eq!(backoff_delay(Duration::ZERO, max, 3), Duration::ZERO);
+    }
+}

@@ -1,0 +1,11 @@
+//! OTLP profiles: the generated messages ([`proto`]), the pprof ⇄ OTLP conversion
+//! ([`convert`]) and the `otelcol.exporter.otlphttp_profiles` component ([`exporter`]).
+//!
+//! Target: the OTLP profiles signal `opentelemetry.proto.profiles.v1development` as of
+//! opentelemetry-proto 1.11 (the version with the request-wide `ProfilesDictionary`, its
+//! `stack_table` and `KeyValueAndUnit` attributes; what Pyroscope ingests and what the PyPI
+//! package opentelemetry-proto 1.45 decodes). The signal is still in Development, so every
+//! schema-dependent line lives in `convert.rs` and proto/opentelemetry/.
+
+pub mod convert;
+pub mod proto;
