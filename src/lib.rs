@@ -13,6 +13,7 @@ pub mod labels;
 pub mod pprof;
 pub mod profiles;
 pub mod protocols;
+pub mod push;
 pub mod query;
 pub mod relabel;
 pub mod runtime;

@@ -65,6 +65,9 @@ pub use client::{HttpClient, HttpClientError};
 
 use crate::syntax::types::SecretString;
 
+/// What every request we make says it is: scrapes, pushes, queries and the Kubernetes API.
+pub const USER_AGENT: &str = concat!("scraper/", env!("CARGO_PKG_VERSION"));
+
 /// `basic_auth { username, password | password_file }`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default)]

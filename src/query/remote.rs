@@ -185,8 +185,6 @@ impl Drop for RemoteSource {
     }
 }
 
-const USER_AGENT: &str = concat!("scraper/", env!("CARGO_PKG_VERSION"));
-
 impl RemoteSource {
     /// `url` is the backend's base URL, as configured for `pyroscope.write` (the RPC paths are
     /// appended to it).
@@ -214,7 +212,8 @@ impl RemoteSource {
             .map_err(|e| fail(format!("starting the HTTP runtime: {e}")))?;
         let client = {
             let _context = runtime.enter();
-            HttpClient::new(&config, USER_AGENT).map_err(|e| fail(e.to_string()))?
+            HttpClient::new(&config, crate::httpclient::USER_AGENT)
+                .map_err(|e| fail(e.to_string()))?
         };
         Ok(RemoteSource {
             base,

@@ -38,7 +38,7 @@
 //! `pyroscope.receive_http` forward to it directly. OTLP/HTTP rather than gRPC: Pyroscope and
 //! the Collector take both, and HTTP reuses our client (TLS, proxies) with no gRPC stack.
 //!
-//! Sending is `pyroscope.write`'s (`crate::components::pyroscope::write`, protocol `OtlpHttp`): a bounded queue that
+//! Sending is `crate::push`'s, the engine `pyroscope.write` also uses (protocol `OtlpHttp`): a bounded queue that
 //! never stalls producers, per-series order, the memory budget, and every drop counted in
 //! `pyroscope_write_dropped_*{component_id,endpoint,reason}` and logged. Each profile becomes
 //! one export request (`super::convert`); only 429, 502, 503, 504 and transport failures are
@@ -50,9 +50,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::components::pyroscope::write::{EndpointSpec, Protocol, QueueConfig, Settings, Write};
 use crate::httpclient::{HttpClientConfig, TlsConfig};
 use crate::profiles::Receiver;
+use crate::push::{EndpointSpec, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics};
 use crate::runtime::{BoxError, Component, ComponentOptions};
 use crate::syntax::types::Duration;
 use crate::syntax::value::Value;
@@ -149,7 +149,7 @@ impl Arguments {
         };
         let push_url = reqwest::Url::parse(&url)
             .map_err(|e| format!("OTLP endpoint {url:?} is invalid: {e}"))?;
-        let headers = crate::components::pyroscope::write::sensitive_headers(&c.headers)?;
+        let headers = crate::push::sensitive_headers(&c.headers)?;
         let r = &self.retry_on_failure;
         let q = &self.queue_config;
         let settings = Settings {
@@ -172,7 +172,7 @@ impl Arguments {
                 q.max_age.get()
             },
             flush_deadline: q.flush_deadline.get(),
-            limits: crate::components::pyroscope::write::limits::Limits::default(),
+            limits: crate::push::limits::Limits::default(),
         };
         let mut http = HttpClientConfig::default();
         if let Some(t) = &c.tls {
@@ -195,38 +195,51 @@ impl Arguments {
 
 /// The `otelcol.exporter.otlphttp_profiles` component.
 pub struct OtlpHttpProfiles {
-    inner: Arc<Write>,
+    pipeline: Arc<Pipeline>,
+    receiver: Arc<Receiver>,
 }
 
 impl OtlpHttpProfiles {
     pub fn receiver(&self) -> Arc<Receiver> {
-        self.inner.receiver()
+        self.receiver.clone()
     }
+}
+
+fn exports(receiver: &Arc<Receiver>) -> Value {
+    let mut m = BTreeMap::new();
+    m.insert("receiver".to_string(), receiver.export());
+    Value::Object(m)
 }
 
 impl Component for OtlpHttpProfiles {
     type Arguments = Arguments;
 
     fn initial_exports() -> Value {
-        <Write as Component>::initial_exports()
+        exports(&Receiver::unavailable())
     }
 
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
         let spec = args.spec()?;
-        Ok(OtlpHttpProfiles {
-            inner: Arc::new(Write::build_with(opts, Vec::new(), vec![spec])?),
-        })
+        let pipeline = Arc::new(Pipeline::new(
+            opts.id.clone(),
+            WriteMetrics::get(&opts.metrics),
+        ));
+        pipeline.apply(Vec::new(), vec![spec])?;
+        let receiver = Arc::new(Receiver(pipeline.clone()));
+        opts.exports.publish(exports(&receiver));
+        Ok(OtlpHttpProfiles { pipeline, receiver })
     }
 
     fn update(&self, args: Arguments) -> Result<(), BoxError> {
-        self.inner.apply(Vec::new(), vec![args.spec()?])
+        self.pipeline.apply(Vec::new(), vec![args.spec()?])
     }
 
     fn debug_info(&self) -> Option<serde_json::Value> {
-        self.inner.debug_info()
+        Some(self.pipeline.debug_info())
     }
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {
-        self.inner.clone().run(shutdown).await
+        self.pipeline.run(shutdown).await;
+        Ok(())
     }
 }

@@ -21,8 +21,6 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use super::args::Options;
 use crate::httpclient::{HttpClient, HttpClientConfig};
 
-const USER_AGENT: &str = concat!("scraper/", env!("CARGO_PKG_VERSION"));
-
 /// Why no client could be built.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -56,7 +54,7 @@ pub struct Built {
 /// Builds the client the options ask for.
 pub async fn build(options: &Options, http: &HttpClientConfig) -> Result<Built, ClientError> {
     if !options.api_server.is_empty() {
-        let client = HttpClient::new(http, USER_AGENT)?;
+        let client = HttpClient::new(http, crate::httpclient::USER_AGENT)?;
         let service = ReqwestService::new(&options.api_server, Arc::new(client))?;
         return Ok(Built {
             client: kube::Client::new(service, "default"),
@@ -100,9 +98,10 @@ pub async fn build(options: &Options, http: &HttpClientConfig) -> Result<Built, 
 fn from_config(mut config: kube::Config) -> Result<kube::Client, ClientError> {
     // Watches are long polls; kube's default read timeout (295 s) already exceeds the server's
     // watch timeout (290 s), so nothing to change there.
-    config
-        .headers
-        .push((http::header::USER_AGENT, header_value(USER_AGENT)));
+    config.headers.push((
+        http::header::USER_AGENT,
+        header_value(crate::httpclient::USER_AGENT),
+    ));
     kube::Client::try_from(config).map_err(|e| ClientError::Build(e.to_string()))
 }
 

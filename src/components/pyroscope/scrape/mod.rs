@@ -85,7 +85,6 @@ use crate::profiles::FanOut;
 use crate::runtime::{BoxError, Component, ComponentOptions};
 
 /// Sent on every scrape request.
-pub const USER_AGENT: &str = concat!("scraper/", env!("CARGO_PKG_VERSION"));
 
 struct Inner {
     http: HttpClientConfig,
@@ -178,7 +177,7 @@ impl Component for Scrape {
     type Arguments = Arguments;
 
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
-        let client = Arc::new(HttpClient::new(&args.http, USER_AGENT)?);
+        let client = Arc::new(HttpClient::new(&args.http, crate::httpclient::USER_AGENT)?);
         let metrics = ScrapeMetrics::get(&opts.metrics).component(&opts.id);
         let fanout = Arc::new(FanOut::new(args.forward_to.clone()));
         let processor = Arc::new(Processor::default());
@@ -214,7 +213,7 @@ impl Component for Scrape {
     fn update(&self, args: Arguments) -> Result<(), BoxError> {
         let mut inner = self.lock();
         let client = if args.http != inner.http {
-            Arc::new(HttpClient::new(&args.http, USER_AGENT)?)
+            Arc::new(HttpClient::new(&args.http, crate::httpclient::USER_AGENT)?)
         } else {
             inner.client.clone()
         };

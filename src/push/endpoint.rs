@@ -418,7 +418,7 @@ impl Endpoint {
                     wire::classify_response(status, content_type.as_deref(), &body)
                 }
                 Protocol::OtlpHttp { .. } => {
-                    let rejected = wire::classify_otlp_response(status, &body)?;
+                    let rejected = super::otlp::classify_otlp_response(status, &body)?;
                     if rejected.rejected_profiles > 0 || !rejected.error_message.is_empty() {
                         // Accepted in part: nothing a retry would change.
                         tracing::warn!(endpoint = %s.url, rejected = rejected.rejected_profiles, message = %rejected.error_message, "export partially rejected");
