@@ -47,7 +47,7 @@
 //! Relabel regexes are Go `regexp` syntax. We run them on `regex-automata` (same RE2 family:
 //! linear time, leftmost-first submatches), but never through the Rust *parser*: our own
 //! Go-syntax parser ([`regex`](self::regex)) builds the engine's HIR with Go's meaning. Every
-//! difference that can matter, and what we do about it (each has a test in `regex.rs`, and the
+//! difference that can matter, and what we do about it (each has a test in `regex/tests.rs`, and the
 //! oracle test checks them against Prometheus):
 //!
 //! | construct | Go | Rust `regex` syntax | here |
