@@ -6,7 +6,7 @@
 //! evaluation and decoding of every builtin component's arguments, without building any).
 //!
 //! For every file that parses without errors, `scraper fmt`'s promises (see
-//! src/syntax/printer.rs and tests/fmt_corpus.rs) are asserted: the formatted text parses, to
+//! src/syntax/printer/mod.rs and tests/fmt_corpus.rs) are asserted: the formatted text parses, to
 //! the same syntax tree (spans aside) with the same comments, and formatting it again changes
 //! nothing.
 #![no_main]

@@ -1,7 +1,7 @@
 //! Serde helper types for component arguments: durations in Go syntax, secrets, capsules.
 //!
 //! Capsules and secrets cannot travel through serde's data model as themselves, so the
-//! decoder (`decode.rs`) and these types agree on reserved newtype-struct names:
+//! decoder (`decode`) and these types agree on reserved newtype-struct names:
 //!
 //! * [`CapsuleRef<T>`] asks for the newtype [`CAPSULE_NEWTYPE`]. The decoder puts the capsule
 //!   into a thread-local side table and hands the visitor its index as a `u64`; the visitor
@@ -34,7 +34,7 @@ pub const VALUE_NEWTYPE: &str = "$scraper::value";
 /// Newtype name a [`SecretString`] asks the decoder for.
 pub const SECRET_NEWTYPE: &str = "$scraper::secret";
 /// Field name that receives a block's label when a block decodes into a struct (see
-/// `decode.rs`): `#[serde(rename = "$label")] label: String`.
+/// `decode`): `#[serde(rename = "$label")] label: String`.
 pub const LABEL_FIELD: &str = "$label";
 
 // ---------------------------------------------------------------------------------------------
