@@ -5,7 +5,7 @@
 //! protox parses the .proto files in pure Rust so neither developers nor CI need a
 //! `protoc` binary; prost-build then emits one file per package (`perftools.profiles.rs`,
 //! `push.v1.rs`, `types.v1.rs`, `opentelemetry.proto.*.rs`) into OUT_DIR, which
-//! src/pprof/proto.rs, src/write/proto.rs and src/otlp/proto.rs include.
+//! src/pprof/proto.rs, src/protocols/pyroscope/proto.rs and src/protocols/otlp/proto.rs include.
 
 use std::error::Error;
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Rebuilds bpf/profile.bpf.o from the C sources and records their hash in
-# bpf/profile.bpf.sha256, which a unit test (src/ebpf/bpf.rs) compares with the sources so
+# bpf/profile.bpf.sha256, which a unit test (src/components/pyroscope/ebpf/bpf.rs) compares with the sources so
 # an edit without a rebuild fails CI. Needs only Debian's clang and llvm (llvm-strip);
 # cargo builds use the committed object and need neither.
 set -eu

@@ -4,7 +4,7 @@
  * (the machines we run on have no hardware PMU); at each tick it writes one record for the
  * interrupted thread into a ring buffer: its kernel stack, its user stack as the frame-pointer
  * walk sees it, and - unless the loader set stack_bytes to 0 - its user registers and a copy
- * of the top of its user stack. User space (src/ebpf/bpf.rs, src/ebpf/unwind/) unwinds that
+ * of the top of its user stack. User space (src/components/pyroscope/ebpf/bpf.rs, src/components/pyroscope/ebpf/unwind/) unwinds that
  * copy with the binaries' call-frame information (.eh_frame, .gopclntab), which needs no frame
  * pointers; docs/EBPF.md says why this design was chosen over unwinding in BPF.
  *
@@ -21,7 +21,7 @@
 /* Most bytes of user stack one record can carry (stack_bytes is at most this). */
 #define STACK_MAX (32 * 1024)
 
-/* Mirrors the record layout in src/ebpf/bpf.rs; keep the two in step. */
+/* Mirrors the record layout in src/components/pyroscope/ebpf/bpf.rs; keep the two in step. */
 struct record {
 	u32 pid; /* thread group id */
 	u32 tid;
@@ -47,7 +47,7 @@ struct record {
 
 #define RECORD_REGS 1 /* ip/sp/bp are valid */
 
-/* Counters user space reports as metrics; indexes mirror `Stat` in src/ebpf/bpf.rs. */
+/* Counters user space reports as metrics; indexes mirror `Stat` in src/components/pyroscope/ebpf/bpf.rs. */
 enum stat {
 	STAT_SAMPLES = 0, /* records written */
 	STAT_FILTERED = 1, /* ticks in processes that are not targets */

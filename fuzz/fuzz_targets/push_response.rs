@@ -10,7 +10,7 @@
 //! STATUS is decimal (anything else: 0); without a space there is no Content-Type header; a
 //! Content-Type that is not UTF-8 counts as absent, as `HeaderValue::to_str` failing does.
 //!
-//! * `pyroscope.write` (src/write/wire.rs): `classify_response` must never panic and must map
+//! * `pyroscope.write` (src/protocols/pyroscope/wire.rs): `classify_response` must never panic and must map
 //!   like connect-go's unary client: success exactly for 200 with `application/proto`; a code
 //!   from the body only for a JSON content type, else the HTTP status mapping; every error
 //!   carries the status; `disposition` and `Display` are total.
