@@ -9,6 +9,7 @@ mod analyze;
 mod check;
 pub mod component;
 pub mod controller;
+pub mod event;
 mod graph;
 pub mod health;
 pub mod info;
@@ -18,6 +19,7 @@ pub mod logging;
 pub mod metrics;
 pub mod registry;
 pub mod size;
+pub mod task;
 pub mod timefmt;
 
 pub use check::check;

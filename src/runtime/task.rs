@@ -1,0 +1,100 @@
+//! Spawning with a name: every long-lived task and blocking job runs inside a `task` span named
+//! for what it does, a child of the span it was spawned from (the component's, for work a
+//! component starts). Log lines from inside carry both, so a line says which component and
+//! which of its tasks wrote it, and a stuck task can be found by name in a tracing dump.
+//! Tokio's own task names need `tokio_unstable`; a span needs nothing.
+
+use std::future::Future;
+
+use tokio::task::JoinHandle;
+use tracing::Instrument as _;
+
+fn span(name: &'static str) -> tracing::Span {
+    tracing::debug_span!("task", task = name)
+}
+
+/// `tokio::spawn` on the current runtime, inside a span named `name`.
+pub fn spawn<F>(name: &'static str, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(future.instrument(span(name)))
+}
+
+/// [`spawn`] on a given runtime (for code that may run outside one, holding its handle).
+pub fn spawn_on<F>(
+    runtime: &tokio::runtime::Handle,
+    name: &'static str,
+    future: F,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    runtime.spawn(future.instrument(span(name)))
+}
+
+/// `tokio::task::spawn_blocking`, inside a span named `name`.
+pub fn spawn_blocking<F, R>(name: &'static str, f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let span = span(name);
+    tokio::task::spawn_blocking(move || span.in_scope(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::Subscriber;
+    use tracing::span::{Attributes, Id};
+    use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
+    use tracing_subscriber::registry::LookupSpan;
+
+    /// Records the `task` field of every span opened.
+    #[derive(Clone, Default)]
+    struct Names(Arc<Mutex<Vec<String>>>);
+
+    impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Names {
+        fn on_new_span(&self, attrs: &Attributes<'_>, _: &Id, _: Context<'_, S>) {
+            struct Visit<'a>(&'a mut Vec<String>);
+            impl tracing::field::Visit for Visit<'_> {
+                fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                    if f.name() == "task" {
+                        self.0.push(format!("{v:?}"));
+                    }
+                }
+                fn record_str(&mut self, f: &tracing::field::Field, v: &str) {
+                    if f.name() == "task" {
+                        self.0.push(v.to_string());
+                    }
+                }
+            }
+            let mut names = crate::sync::lock(&self.0);
+            attrs.record(&mut Visit(&mut names));
+        }
+    }
+
+    #[test]
+    fn tasks_run_inside_a_span_named_for_them() {
+        let names = Names::default();
+        let subscriber = tracing_subscriber::registry()
+            .with(names.clone())
+            .with(tracing_subscriber::filter::LevelFilter::DEBUG);
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            super::spawn("test.async", async {}).await.expect("joined");
+            super::spawn_blocking("test.blocking", || {})
+                .await
+                .expect("joined");
+        });
+        let names = crate::sync::lock(&names.0).clone();
+        assert_eq!(names, ["test.async", "test.blocking"]);
+    }
+}
