@@ -35,6 +35,7 @@ impl TestServer {
         let state = AppState {
             controller: c.clone(),
             config_path: dir.join("unused.alloy"),
+            stores: Default::default(),
         };
         let task = tokio::spawn(serve(listener, state, stop.clone()));
         TestServer { base, stop, task }

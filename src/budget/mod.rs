@@ -1,4 +1,5 @@
-//! The process-wide memory budget (`scraper run --memory.limit`).
+//! The memory budget (`scraper run --memory.limit`), one per process, shared by every
+//! component through its build options.
 //!
 //! Memory that grows with load is accounted here before it is taken: scraped bodies while
 //! they download, the working memory of decoding and subtracting a profile, the delta state
@@ -127,10 +128,22 @@ impl Priority {
     }
 }
 
-/// The budget: a limit and the bytes accounted against it. Cheap to clone.
+/// The budget: a limit and the bytes accounted against it. Cheap to clone; clones share it.
+///
+/// `scraper run` creates one and puts it in the controller's services; each component takes it
+/// from its build options (`opts.services.get::<Budget>()`) and passes it on to whatever
+/// reserves memory. Where none was given (unit tests, the offline commands) the default,
+/// unlimited, applies.
 #[derive(Clone, Debug)]
 pub struct Budget {
     inner: Arc<Inner>,
+}
+
+/// Unlimited: what a component uses when no budget was given to it.
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::unlimited()
+    }
 }
 
 #[derive(Debug)]
@@ -162,18 +175,6 @@ impl Budget {
     /// No limit: every reservation succeeds.
     pub fn unlimited() -> Budget {
         Budget::new(0)
-    }
-
-    /// The process's budget: the one [`Budget::install`]ed by `scraper run`, or an unlimited one
-    /// (tests, and the offline commands).
-    pub fn global() -> Budget {
-        GLOBAL.get_or_init(Budget::unlimited).clone()
-    }
-
-    /// Makes `self` the process's budget. Only the first call has an effect (the budget is set
-    /// once, at start); returns whether it did.
-    pub fn install(self) -> bool {
-        GLOBAL.set(self).is_ok()
     }
 
     /// The configured limit in bytes (0 = none).
@@ -329,8 +330,6 @@ impl Budget {
         }
     }
 }
-
-static GLOBAL: OnceLock<Budget> = OnceLock::new();
 
 /// Bytes held against a [`Budget`] until dropped.
 #[derive(Debug)]

@@ -11,8 +11,9 @@ use super::RunArgs;
 use crate::budget::{Budget, BudgetMetrics, parse_limit};
 use crate::components;
 use crate::runtime::logging::{self, LoggingConfig, LoggingHandle};
-use crate::runtime::{Controller, ControllerOptions, MetricsRegistry};
+use crate::runtime::{Controller, ControllerOptions, MetricsRegistry, Services};
 use crate::server::{self, AppState};
+use crate::store::OpenStores;
 
 /// How often the memory budget reads RSS: fast enough to follow a burst of scrapes.
 const BUDGET_SAMPLE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
@@ -36,7 +37,6 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
     let budget = Budget::new(limit);
     budget.set_metrics(BudgetMetrics::register(&metrics));
     let sampling = budget.start_sampler(BUDGET_SAMPLE_INTERVAL);
-    budget.clone().install();
     if limit > 0 {
         tracing::info!(
             limit_bytes = limit,
@@ -46,11 +46,15 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
     } else {
         tracing::info!("no memory budget (--memory.limit)");
     }
+    // One registry of open stores, shared by the `pyroscope.store` components (which join it)
+    // and the server (which records marks in them).
+    let stores = OpenStores::default();
     let controller = Controller::new(ControllerOptions {
         registry: components::builtin(),
         storage_path: args.storage_path.clone(),
         metrics,
         logging: Some(logging),
+        services: Services::default().with(budget).with(stores.clone()),
     });
     // Listen before loading, as Alloy does: `/-/ready` answers 503 while the config loads.
     let listener = TcpListener::bind(&args.listen_addr)
@@ -64,6 +68,7 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
     let state = AppState {
         controller: controller.clone(),
         config_path: args.file.clone(),
+        stores,
     };
     let stop_server = CancellationToken::new();
     let mut server = tokio::spawn(server::serve(listener, state.clone(), stop_server.clone()));

@@ -92,6 +92,8 @@ pub struct Endpoint {
     client: HttpClient,
     pub queue: Arc<Queue>,
     pub metrics: EndpointMetrics,
+    /// The component's memory budget: decoding a profile to fit or convert it reserves here.
+    budget: Budget,
     /// Notified when a push succeeds, to cut short the backoff of senders waiting out an
     /// unavailable endpoint.
     recovered: Notify,
@@ -135,12 +137,14 @@ impl Endpoint {
         client: HttpClient,
         queue: Arc<Queue>,
         metrics: EndpointMetrics,
+        budget: Budget,
     ) -> Self {
         Endpoint {
             settings,
             client,
             queue,
             metrics,
+            budget,
             recovered: Notify::new(),
         }
     }
@@ -151,7 +155,7 @@ impl Endpoint {
             let reason = match why {
                 Eviction::QueueFull => Reason::QueueFull,
                 Eviction::MemoryBudget => {
-                    Budget::global().count_shed(Use::WriteQueue, Priority::Normal);
+                    self.budget.count_shed(Use::WriteQueue, Priority::Normal);
                     Reason::MemoryBudget
                 }
             };
@@ -303,7 +307,11 @@ impl Endpoint {
         if limits.fits_without_inspection(&entry.raw, label_bytes) {
             return Ok(entry.raw.clone());
         }
-        let _memory = reserve_decoding(entry, "check the profile against the backend's limits")?;
+        let _memory = reserve_decoding(
+            &self.budget,
+            entry,
+            "check the profile against the backend's limits",
+        )?;
         let raw = entry.raw.clone();
         let fit = tokio::task::spawn_blocking(move || limits.fit(&raw, label_bytes))
             .await
@@ -326,7 +334,7 @@ impl Endpoint {
     /// The OTLP export request for one profile (decoded and converted off the async threads,
     /// with the decoding memory reserved against the budget as `fit` does).
     async fn otlp_request(&self, entry: &Entry, gzip: bool) -> Result<Bytes, (Reason, String)> {
-        let _memory = reserve_decoding(entry, "convert the profile")?;
+        let _memory = reserve_decoding(&self.budget, entry, "convert the profile")?;
         let raw = entry.raw.clone();
         let labels = entry.series_labels.clone();
         tokio::task::spawn_blocking(move || {
@@ -435,13 +443,16 @@ impl Endpoint {
 }
 
 /// Reserves the memory decoding `entry` takes (its decoded message's vectors, then a trimmed or
-/// converted copy) against the budget; when there is no room the profile is dropped
+/// converted copy) against `budget`; when there is no room the profile is dropped
 /// (`memory_budget`), the error saying what it was going `to`.
-fn reserve_decoding(entry: &Entry, to: &str) -> Result<Reservation, (Reason, String)> {
+fn reserve_decoding(
+    budget: &Budget,
+    entry: &Entry,
+    to: &str,
+) -> Result<Reservation, (Reason, String)> {
     let need = (entry.raw.len()
         + crate::pprof::codec::declared_size(&entry.raw) * TRIM_MEMORY_FACTOR)
         as u64;
-    let budget = Budget::global();
     budget
         .try_reserve(Use::WriteTrim, Priority::Normal, need)
         .ok_or_else(|| {

@@ -38,6 +38,7 @@ pub use self::endpoint::{Protocol, Settings};
 use self::metrics::EndpointMetrics;
 pub use self::metrics::{Reason, WriteMetrics};
 use self::queue::{Entry, Queue};
+use crate::budget::Budget;
 use crate::httpclient::{HttpClient, USER_AGENT};
 use crate::profiles::{Appendable, Label, Profile};
 use crate::protocols::pyroscope::{labels, wire};
@@ -83,6 +84,8 @@ struct Running {
 pub struct Pipeline {
     id: String,
     metrics: Arc<WriteMetrics>,
+    /// The component's memory budget, handed to every endpoint and queue.
+    budget: Budget,
     active: RwLock<Arc<Active>>,
     running: Mutex<Running>,
     /// Metrics of endpoints removed by updates, removed with the others at exit.
@@ -100,10 +103,13 @@ fn series_hash(labels: &[Label]) -> u64 {
 }
 
 impl Pipeline {
-    pub fn new(id: String, metrics: Arc<WriteMetrics>) -> Self {
+    /// `budget` is the sending component's (from its build options): queued profiles and the
+    /// decoding that fits them to a backend reserve against it.
+    pub fn new(id: String, metrics: Arc<WriteMetrics>, budget: Budget) -> Self {
         Pipeline {
             id,
             metrics,
+            budget,
             active: RwLock::new(Arc::new(Active {
                 external: Vec::new(),
                 endpoints: Vec::new(),
@@ -154,9 +160,15 @@ impl Pipeline {
                     }
                     q
                 }
-                None => Arc::new(Queue::new(max_bytes, metrics.depth_gauges())),
+                None => Arc::new(Queue::new(max_bytes, metrics.depth_gauges(), &self.budget)),
             };
-            built.push(Arc::new(Endpoint::new(settings, client, queue, metrics)));
+            built.push(Arc::new(Endpoint::new(
+                settings,
+                client,
+                queue,
+                metrics,
+                self.budget.clone(),
+            )));
         }
         let next = Arc::new(Active {
             external,

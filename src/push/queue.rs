@@ -88,11 +88,8 @@ pub struct Queue {
 }
 
 impl Queue {
-    pub fn new(max_bytes: usize, gauges: DepthGauges) -> Self {
-        Self::with_budget(max_bytes, gauges, &Budget::global())
-    }
-
-    fn with_budget(max_bytes: usize, gauges: DepthGauges, budget: &Budget) -> Self {
+    /// A queue of at most `max_bytes`, its contents also reserved against `budget`.
+    pub fn new(max_bytes: usize, gauges: DepthGauges, budget: &Budget) -> Self {
         Queue {
             state: Mutex::new(State {
                 entries: VecDeque::new(),
@@ -293,7 +290,7 @@ mod tests {
     #[test]
     fn evicts_oldest_first_and_tracks_bytes() {
         let g = DepthGauges::default();
-        let q = Queue::new(100, g.clone());
+        let q = Queue::new(100, g.clone(), &Budget::default());
         assert!(q.push(entry(1, 40, 1)).is_empty());
         assert!(q.push(entry(2, 40, 2)).is_empty());
         let ev = q.push(entry(3, 40, 3));
@@ -317,7 +314,7 @@ mod tests {
 
     #[test]
     fn one_in_flight_per_series_in_order() {
-        let q = Queue::new(1000, DepthGauges::default());
+        let q = Queue::new(1000, DepthGauges::default(), &Budget::default());
         for (s, t) in [(1, 1), (1, 2), (2, 3), (1, 4), (2, 5)] {
             assert!(q.push(entry(s, 1, t)).is_empty());
         }
@@ -345,7 +342,7 @@ mod tests {
         // Normal priority may fill 80 of 100 bytes; 20 are held elsewhere.
         let budget = Budget::new(100);
         let held = budget.reserve(Use::Scrape, 20);
-        let q = Queue::with_budget(1000, DepthGauges::default(), &budget);
+        let q = Queue::new(1000, DepthGauges::default(), &budget);
         assert!(q.push(entry(1, 20, 1)).is_empty());
         assert!(q.push(entry(2, 20, 2)).is_empty());
         assert!(q.push(entry(3, 20, 3)).is_empty());

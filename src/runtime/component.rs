@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::health::Health;
 use super::metrics::MetricsRegistry;
+use super::services::Services;
 use crate::sync::lock;
 use crate::syntax::ast::Span;
 use crate::syntax::decode;
@@ -86,11 +87,15 @@ pub struct ComponentOptions {
     pub data_path: PathBuf,
     pub exports: ExportsHandle,
     pub metrics: MetricsRegistry,
+    /// The process's shared services (the memory budget, the registry of open stores...):
+    /// taken here at build and passed on explicitly rather than reached through globals.
+    pub services: Services,
 }
 
 impl ComponentOptions {
     /// Options for exercising a component in a unit test, without a controller: exports are
-    /// kept (see [`ExportsHandle::current`]) but reach no other component.
+    /// kept (see [`ExportsHandle::current`]) but reach no other component, and there are no
+    /// services (components fall back to their defaults, e.g. an unlimited budget).
     pub fn standalone(id: &str, name: &'static str, initial_exports: Value) -> Self {
         ComponentOptions {
             id: id.to_string(),
@@ -98,6 +103,7 @@ impl ComponentOptions {
             data_path: std::env::temp_dir().join(id),
             exports: ExportsHandle::detached(id, initial_exports),
             metrics: MetricsRegistry::new(),
+            services: Services::default(),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! the [`Controller`] that loads a config file into a graph of running components and keeps it
 //! up to date as exports change and the file is reloaded.
 //!
-//! Reading order: `component` (the trait), `registry`, `loader` and `graph` (from a file to a
+//! Reading order: `component` (the trait) and `services` (what the process shares with every
+//! component through its build options), `registry`, `loader` and `graph` (from a file to a
 //! graph), `analyze` (everything checkable without running anything), `controller` (running it).
 
 mod analyze;
@@ -18,6 +19,7 @@ mod logfmt;
 pub mod logging;
 pub mod metrics;
 pub mod registry;
+pub mod services;
 pub mod size;
 pub mod task;
 pub mod timefmt;
@@ -29,3 +31,4 @@ pub use health::{Health, HealthState};
 pub use info::ComponentInfo;
 pub use metrics::MetricsRegistry;
 pub use registry::{Registration, Registry};
+pub use services::Services;

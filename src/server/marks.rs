@@ -5,8 +5,11 @@
 use std::time::SystemTime;
 
 use axum::Json;
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
+
+use super::AppState;
 
 #[derive(Deserialize)]
 pub(super) struct MarkRequest {
@@ -15,7 +18,10 @@ pub(super) struct MarkRequest {
     at: Option<String>,
 }
 
-pub(super) async fn create(Json(req): Json<MarkRequest>) -> (StatusCode, Json<serde_json::Value>) {
+pub(super) async fn create(
+    State(state): State<AppState>,
+    Json(req): Json<MarkRequest>,
+) -> (StatusCode, Json<serde_json::Value>) {
     let name = req.name.trim();
     if name.is_empty() {
         return error(StatusCode::BAD_REQUEST, "a mark needs a non-empty name");
@@ -35,7 +41,8 @@ pub(super) async fn create(Json(req): Json<MarkRequest>) -> (StatusCode, Json<se
     let name = name.to_string();
     let recorded = tokio::task::spawn_blocking({
         let name = name.clone();
-        move || crate::components::pyroscope::store::record_mark_everywhere(&name, at)
+        let stores = state.stores.clone();
+        move || stores.record_mark(&name, at)
     })
     .await
     .unwrap_or(0);

@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::{Controller, LoadError};
+use crate::store::OpenStores;
 
 /// Alloy's default; loopback so that a fresh install exposes nothing.
 pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:12345";
@@ -31,6 +32,9 @@ pub struct AppState {
     pub controller: Controller,
     /// The file `/-/reload` re-reads.
     pub config_path: PathBuf,
+    /// The stores open in this process, where `POST /api/v0/marks` records marks: the same
+    /// registry the controller hands the `pyroscope.store` components.
+    pub stores: OpenStores,
 }
 
 impl AppState {

@@ -50,6 +50,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::Budget;
 use crate::httpclient::{HttpClientConfig, TlsConfig};
 use crate::profiles::Receiver;
 use crate::push::{EndpointSpec, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics};
@@ -223,6 +224,7 @@ impl Component for OtlpHttpProfiles {
         let pipeline = Arc::new(Pipeline::new(
             opts.id.clone(),
             WriteMetrics::get(&opts.metrics),
+            opts.services.get::<Budget>().unwrap_or_default(),
         ));
         pipeline.apply(Vec::new(), vec![spec])?;
         let receiver = Arc::new(Receiver(pipeline.clone()));

@@ -29,6 +29,7 @@ use super::info::ComponentInfo;
 use super::logging::LoggingHandle;
 use super::metrics::MetricsRegistry;
 use super::registry::Registry;
+use super::services::Services;
 use crate::syntax::diag::{Diagnostic, Diagnostics, Source};
 use crate::syntax::eval::Scope;
 
@@ -44,6 +45,9 @@ pub struct ControllerOptions {
     /// Present in the real process, so that the `logging` block takes effect; absent in tests,
     /// which must not install a global subscriber.
     pub logging: Option<LoggingHandle>,
+    /// Handed to every component in its build options (empty by default: components then use
+    /// their defaults, e.g. an unlimited memory budget).
+    pub services: Services,
 }
 
 impl ControllerOptions {
@@ -53,6 +57,7 @@ impl ControllerOptions {
             storage_path: PathBuf::from("data-scraper"),
             metrics: MetricsRegistry::new(),
             logging: None,
+            services: Services::default(),
         }
     }
 }
@@ -110,6 +115,7 @@ pub(crate) struct Inner {
     storage_path: PathBuf,
     metrics: MetricsRegistry,
     logging: Option<LoggingHandle>,
+    services: Services,
     ctl: Arc<ControllerMetrics>,
     base_scope: Scope,
     state: Mutex<State>,
@@ -146,6 +152,7 @@ impl Controller {
             storage_path: opts.storage_path,
             metrics: opts.metrics,
             logging: opts.logging,
+            services: opts.services,
             base_scope: Scope::stdlib(),
             state: Mutex::new(State {
                 source: Arc::new(Source::new("", "")),
@@ -309,6 +316,7 @@ impl Inner {
             source,
             storage_path: &self.storage_path,
             metrics: &self.metrics,
+            services: &self.services,
             events: &self.events,
             pending: &self.pending,
         }

@@ -19,6 +19,7 @@ use crate::runtime::info::{ComponentInfo, HealthInfo};
 use crate::runtime::loader::ComponentDecl;
 use crate::runtime::metrics::MetricsRegistry;
 use crate::runtime::registry::Registration;
+use crate::runtime::services::Services;
 use crate::sync::lock;
 use crate::syntax::ast::Block;
 use crate::syntax::diag::Source;
@@ -29,6 +30,7 @@ pub(super) struct BuildContext<'a> {
     pub source: &'a Source,
     pub storage_path: &'a Path,
     pub metrics: &'a MetricsRegistry,
+    pub services: &'a Services,
     pub events: &'a mpsc::UnboundedSender<ExportsChanged>,
     pub pending: &'a PendingCounter,
 }
@@ -120,6 +122,7 @@ impl Node {
                         cx.pending.clone(),
                     ),
                     metrics: cx.metrics.clone(),
+                    services: cx.services.clone(),
                 };
                 let span = component_span(&self.id);
                 let instance = span

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::Arguments;
 use super::metrics::{ComponentMetrics, EbpfMetrics};
 use super::session::{Mode, Session};
+use crate::budget::Budget;
 use crate::profiles::FanOut;
 use crate::runtime::{BoxError, Component, ComponentOptions, Health};
 use crate::sync::lock;
@@ -34,7 +35,8 @@ impl Component for Ebpf {
         let metrics = EbpfMetrics::get(&opts.metrics).component(&opts.id);
         let fan_out = Arc::new(FanOut::new(args.forward_to.clone()));
         let unsupported = args.unsupported.clone();
-        let session = Session::start(args, fan_out.clone(), metrics.clone())
+        let budget = opts.services.get::<Budget>().unwrap_or_default();
+        let session = Session::start(args, fan_out.clone(), metrics.clone(), budget)
             .map_err(|e| format!("starting the sampling thread: {e}"))?;
         Ok(Ebpf {
             fan_out,

@@ -25,6 +25,7 @@ pub use super::status::{Filtered, Findings, Mode, Status};
 use super::symbolize::{self, Symbolizer};
 use super::targets::{CONTAINER_LABEL, PID_LABEL, Target, Targets};
 use super::unwind::{End, Unwinder};
+use crate::budget::Budget;
 use crate::profiles::{Appendable as _, FanOut, Profile};
 use crate::sync::lock;
 use crate::targets::container::container_id_of_pid;
@@ -77,10 +78,12 @@ pub struct Session {
 }
 
 impl Session {
+    /// Starts the sampling thread; `budget` bounds the unwind tables it caches.
     pub fn start(
         args: Arguments,
         out: Arc<FanOut>,
         metrics: ComponentMetrics,
+        budget: Budget,
     ) -> std::io::Result<Session> {
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
@@ -90,7 +93,7 @@ impl Session {
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("pyroscope.ebpf".into())
-            .spawn(move || Runner::new(args, out, metrics, s).run())?;
+            .spawn(move || Runner::new(args, out, metrics, s, budget).run())?;
         Ok(Session {
             shared,
             thread: Some(thread),
@@ -231,6 +234,7 @@ impl Runner {
         out: Arc<FanOut>,
         metrics: ComponentMetrics,
         shared: Arc<Shared>,
+        budget: Budget,
     ) -> Self {
         let targets = Targets::new(&args.targets, args.targets_only);
         let symbolizer = Symbolizer::new(symbolize::Options {
@@ -248,7 +252,7 @@ impl Runner {
             sampler: None,
             bpf_stats: None,
             symbolizer,
-            unwinder: Unwinder::new(crate::budget::Budget::global()),
+            unwinder: Unwinder::new(budget),
             interval: Interval::new(SystemTime::now()),
             pid_targets: HashMap::new(),
             containers: HashMap::new(),

@@ -73,6 +73,7 @@ pub use self::args::{Arguments, HttpConfig};
 use self::metrics::ReceiveMetrics;
 pub use self::server::{INGEST_PATH, PUSH_PATH};
 use self::server::{Instance, Shared};
+use crate::budget::Budget;
 use crate::profiles::FanOut;
 use crate::runtime::{BoxError, Component, ComponentOptions};
 use crate::sync::lock;
@@ -129,6 +130,7 @@ impl Component for ReceiveHttp {
             );
         }
         let metrics = ReceiveMetrics::get(&opts.metrics).instance(&opts.id);
+        let budget = opts.services.get::<Budget>().unwrap_or_default();
         let shared = Arc::new(Shared {
             id: opts.id,
             fanout: FanOut::new(args.forward_to),
@@ -139,6 +141,7 @@ impl Component for ReceiveHttp {
             profiles_forwarded: AtomicU64::new(0),
             requests_rejected: AtomicU64::new(0),
             shedding: AtomicBool::new(false),
+            budget,
         });
         Ok(ReceiveHttp {
             shared,

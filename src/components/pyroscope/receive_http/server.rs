@@ -65,6 +65,8 @@ pub(crate) struct Shared {
     /// Whether the last request's conversion found no room in the memory budget (logs the
     /// start and end of refusing once each).
     pub(crate) shedding: AtomicBool,
+    /// The component's memory budget, from its build options: conversions reserve against it.
+    pub(crate) budget: Budget,
 }
 
 /// How many body bytes all requests together may hold while they are read and converted:
@@ -308,7 +310,7 @@ impl RouteState {
         let uncompressed =
             (pprof::codec::declared_size(body) as u64).min(self.shared.limit().max(size));
         let need = size.saturating_add(uncompressed.saturating_mul(factor));
-        let budget = Budget::global();
+        let budget = &self.shared.budget;
         let shedding = &self.shared.shedding;
         let Some(reservation) = budget.try_reserve(Use::Receive, Priority::Normal, need) else {
             budget.count_shed(Use::Receive, Priority::Normal);

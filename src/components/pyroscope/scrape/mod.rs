@@ -80,11 +80,11 @@ use self::metrics::{ComponentMetrics, ScrapeMetrics};
 use self::process::Processor;
 use self::scrape_loop::Env;
 use self::target::{LabelLimits, TargetSettings, plan, seconds_param};
+use crate::budget::Budget;
 use crate::httpclient::{HttpClient, HttpClientConfig};
+use crate::pprof::DeltaOptions;
 use crate::profiles::FanOut;
 use crate::runtime::{BoxError, Component, ComponentOptions};
-
-/// Sent on every scrape request.
 
 struct Inner {
     http: HttpClientConfig,
@@ -97,6 +97,8 @@ struct Inner {
 pub struct Scrape {
     fanout: Arc<FanOut>,
     processor: Arc<Processor>,
+    /// From the build options; every loop's scrapes and delta state are reserved against it.
+    budget: Budget,
     metrics: ComponentMetrics,
     inner: Mutex<Inner>,
 }
@@ -115,6 +117,7 @@ impl Scrape {
             client,
             fanout: self.fanout.clone(),
             processor: self.processor.clone(),
+            budget: self.budget.clone(),
             metrics: self.metrics.clone(),
             interval: o.scrape_interval.get(),
             scrape_timeout: o.scrape_timeout.get(),
@@ -180,13 +183,15 @@ impl Component for Scrape {
         let client = Arc::new(HttpClient::new(&args.http, crate::httpclient::USER_AGENT)?);
         let metrics = ScrapeMetrics::get(&opts.metrics).component(&opts.id);
         let fanout = Arc::new(FanOut::new(args.forward_to.clone()));
-        let processor = Arc::new(Processor::default());
+        let budget = opts.services.get::<Budget>().unwrap_or_default();
+        let processor = Arc::new(Processor::new(DeltaOptions::default(), budget.clone()));
         warn_clustering(None, &args.inner);
         // The manager needs an environment before `self` exists; build it by hand once.
         let env = Arc::new(Env {
             client: client.clone(),
             fanout: fanout.clone(),
             processor: processor.clone(),
+            budget: budget.clone(),
             metrics: metrics.clone(),
             interval: args.scrape_interval.get(),
             scrape_timeout: args.scrape_timeout.get(),
@@ -195,6 +200,7 @@ impl Component for Scrape {
         let scrape = Scrape {
             fanout,
             processor,
+            budget,
             metrics,
             inner: Mutex::new(Inner {
                 http: args.http.clone(),

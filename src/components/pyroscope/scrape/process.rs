@@ -49,6 +49,8 @@ struct Worker {
 /// allocating thread ran again, hundreds of MB that no budget could see.
 pub struct Processor {
     options: DeltaOptions,
+    /// What pooled and kept workers' buffers are reserved against.
+    budget: Budget,
     /// Idle workers for small profiles, each with its buffers reserved against the budget.
     pool: Mutex<Vec<(Worker, Reservation)>>,
     /// The dedicated threads' queue, started on first use.
@@ -81,16 +83,18 @@ fn retained(w: &Worker) -> u64 {
     (w.engine.retained_bytes() + w.scratch.capacity()) as u64
 }
 
+/// Default delta options and an unlimited budget.
 impl Default for Processor {
     fn default() -> Self {
-        Processor::new(DeltaOptions::default())
+        Processor::new(DeltaOptions::default(), Budget::default())
     }
 }
 
 impl Processor {
-    pub fn new(options: DeltaOptions) -> Self {
+    pub fn new(options: DeltaOptions, budget: Budget) -> Self {
         Processor {
             options,
+            budget,
             pool: Mutex::new(Vec::new()),
             jobs: OnceLock::new(),
         }
@@ -131,11 +135,13 @@ impl Processor {
         // for its buffers: they are the first memory to give back.
         if w.scratch.capacity() <= 16 << 20
             && self.lock().len() < pool_limit()
-            && let Some(r) = Budget::global().try_reserve(Use::ProcessingPool, Priority::Low, used)
+            && let Some(r) = self
+                .budget
+                .try_reserve(Use::ProcessingPool, Priority::Low, used)
         {
             self.lock().push((w, r));
         }
-        if Budget::global().over(Priority::Low) {
+        if self.budget.over(Priority::Low) {
             self.lock().clear();
         }
         (result, used)
@@ -182,9 +188,10 @@ impl Processor {
         for i in 0..cpus {
             let rx = rx.clone();
             let options = self.options.clone();
+            let budget = self.budget.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("pprof-process-{i}"))
-                .spawn(move || processing_thread(&rx, &options));
+                .spawn(move || processing_thread(&rx, &options, &budget));
             if let Err(e) = spawned {
                 tracing::error!(err = %e, "could not start a profile processing thread");
             }
@@ -206,7 +213,7 @@ fn threads_gone() -> ScrapeError {
 }
 
 /// A dedicated processing thread: one worker, kept while the budget has room for it.
-fn processing_thread(rx: &Mutex<mpsc::Receiver<Job>>, options: &DeltaOptions) {
+fn processing_thread(rx: &Mutex<mpsc::Receiver<Job>>, options: &DeltaOptions, budget: &Budget) {
     let mut kept: Option<(Worker, Reservation)> = None;
     loop {
         let job = {
@@ -219,7 +226,7 @@ fn processing_thread(rx: &Mutex<mpsc::Receiver<Job>>, options: &DeltaOptions) {
         let used = retained(&w);
         let _ = job.reply.send((result, job.state, used));
         // Dropped here, on the thread that allocated it, when there is no room to keep it.
-        kept = Budget::global()
+        kept = budget
             .try_reserve(Use::ProcessingPool, Priority::Low, used)
             .map(|r| (w, r));
     }

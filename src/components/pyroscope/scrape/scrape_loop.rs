@@ -51,6 +51,8 @@ pub struct Env {
     pub client: Arc<HttpClient>,
     pub fanout: Arc<FanOut>,
     pub processor: Arc<Processor>,
+    /// The component's memory budget: scrapes and delta state are reserved against it.
+    pub budget: Budget,
     pub metrics: ComponentMetrics,
     pub interval: Duration,
     pub scrape_timeout: Duration,
@@ -261,9 +263,7 @@ pub async fn run(
             match (&mut state_memory, bytes) {
                 (_, 0) => state_memory = None,
                 (Some(r), b) => r.resize(b as u64),
-                (None, b) => {
-                    state_memory = Some(Budget::global().reserve(Use::DeltaState, b as u64))
-                }
+                (None, b) => state_memory = Some(env.budget.reserve(Use::DeltaState, b as u64)),
             }
             if bytes != reported_bytes {
                 env.metrics
@@ -315,7 +315,7 @@ async fn scrape_once(
     if target.blocked.is_some() {
         return;
     }
-    let budget = Budget::global();
+    let budget = &env.budget;
     // A cumulative profile's first scrape only sets a baseline: it costs as much as a delta
     // but sends nothing yet, so it yields to loops that already hold one.
     let baseline = target.scrape.client_delta() && state.is_none();
@@ -336,7 +336,7 @@ async fn scrape_once(
         shed(
             shared,
             &target,
-            &budget,
+            budget,
             priority,
             state,
             state_memory,
@@ -378,15 +378,7 @@ async fn scrape_once(
     if let Err(e) = &result
         && e.reason == Reason::MemoryBudget
     {
-        shed(
-            shared,
-            &target,
-            &budget,
-            priority,
-            state,
-            state_memory,
-            true,
-        );
+        shed(shared, &target, budget, priority, state, state_memory, true);
         return;
     }
     let duration = started.elapsed();

@@ -27,8 +27,10 @@
 //! awaiting reuse. The file does not shrink when `max_size` is lowered; delete the directory
 //! to reclaim the space at once.
 //!
-//! Marks ("upgrade started") are recorded into every running store by
-//! [`record_mark_everywhere`] (`POST /api/v0/marks`). Metrics: see `metrics`.
+//! Marks ("upgrade started") are recorded into every running store through the registry of
+//! open stores, [`OpenStores`], which a store joins at build when its options' services hold
+//! one (`scraper run` gives the same registry to the server for `POST /api/v0/marks`).
+//! Metrics: see `metrics`.
 //!
 //! Modules: `args`, `metrics`, `writer` the component's thread; the database itself is the
 //! store engine, `crate::store`.
@@ -40,7 +42,7 @@ mod writer;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak, mpsc};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::time::{Duration, SystemTime};
 
 use tokio_util::sync::CancellationToken;
@@ -51,7 +53,7 @@ use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::profiles::{Appendable, Profile, Receiver};
 use crate::runtime::timefmt::rfc3339_millis;
 use crate::runtime::{BoxError, Component, ComponentOptions, Health};
-use crate::store::{Db, Removed, Stats};
+use crate::store::{Db, OpenStore, OpenStores, Removed, Stats};
 use crate::syntax::types::format_go_duration;
 use crate::syntax::value::Value;
 
@@ -110,6 +112,10 @@ struct Shared {
     stats: Mutex<Option<Stats>>,
     last_retention: Mutex<Option<(SystemTime, Removed)>>,
     metrics: InstanceMetrics,
+    /// The component's memory budget, for counting what the queue sheds.
+    budget: Budget,
+    /// The registry this store joined, pruned when the store goes.
+    open_stores: Option<OpenStores>,
 }
 
 impl Shared {
@@ -126,65 +132,24 @@ impl Shared {
     }
 }
 
-/// Stores register here when built; [`record_mark_everywhere`] and [`running_stores`] walk
-/// it. Entries die with their store.
-static OPEN: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+/// What the registry of open stores sees of this one.
+impl OpenStore for Shared {
+    fn component_id(&self) -> &str {
+        &self.id
+    }
+
+    fn current(&self) -> Option<Arc<Db>> {
+        Shared::current(self)
+    }
+}
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        lock(&OPEN).retain(|w| w.strong_count() > 0);
-    }
-}
-
-fn live_stores() -> Vec<Arc<Shared>> {
-    // Collected before use: dropping the last reference to a store while holding the lock
-    // would deadlock in `Shared::drop`.
-    let stores: Vec<Arc<Shared>> = lock(&OPEN).iter().filter_map(Weak::upgrade).collect();
-    stores
-}
-
-/// Records mark `name` at `at` in every running `pyroscope.store`; returns how many recorded
-/// it. Blocking (a write transaction per store, which waits for a batch being written): call
-/// it from a blocking context, e.g. `tokio::task::spawn_blocking`.
-pub fn record_mark_everywhere(name: &str, at: SystemTime) -> usize {
-    let mut recorded = 0;
-    for store in live_stores() {
-        let Some(db) = store.current() else {
-            continue;
-        };
-        match db.add_mark(name, at) {
-            Ok(()) => recorded += 1,
-            Err(e) => {
-                tracing::warn!(component_id = %store.id, mark = name, error = %e, "recording a mark failed")
-            }
+        // Entries die with their store; this keeps reloads from piling up dead ones.
+        if let Some(open) = &self.open_stores {
+            open.prune();
         }
     }
-    recorded
-}
-
-/// A store open in this process.
-#[derive(Clone, Debug)]
-pub struct RunningStore {
-    /// `pyroscope.store.<label>`.
-    pub component_id: String,
-    pub path: PathBuf,
-    pub db: Arc<Db>,
-}
-
-/// The stores open in this process, for queries served by the running scraper: reading
-/// through the writer's own handle needs no snapshot.
-pub fn running_stores() -> Vec<RunningStore> {
-    live_stores()
-        .into_iter()
-        .filter_map(|s| {
-            let db = s.current()?;
-            Some(RunningStore {
-                component_id: s.id.clone(),
-                path: db.path().to_path_buf(),
-                db,
-            })
-        })
-        .collect()
 }
 
 /// Gives `bytes` of the queue's reservation back (they left the queue).
@@ -241,9 +206,8 @@ impl Appendable for Sink {
             s.dropped.fetch_add(over_budget as u64, Ordering::Relaxed);
             s.metrics
                 .dropped(metrics::DropReason::MemoryBudget, over_budget);
-            let budget = Budget::global();
             for _ in 0..over_budget {
-                budget.count_shed(Use::StoreQueue, Priority::Normal);
+                s.budget.count_shed(Use::StoreQueue, Priority::Normal);
             }
             tracing::debug!(component_id = %s.id, profiles = over_budget, "memory budget full: profiles not queued for the store");
         }
@@ -285,6 +249,8 @@ impl Component for Store {
 
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
         let settings = Settings::new(&args, &opts.data_path);
+        let budget = opts.services.get::<Budget>().unwrap_or_default();
+        let open_stores = opts.services.get::<OpenStores>();
         // Opened here so that a wrong path or a damaged store fails the configuration with a
         // clear message. A store held by another handle (the instance this one replaces, a
         // `scraper query` repairing it) is not an error: the writer retries.
@@ -308,7 +274,7 @@ impl Component for Store {
             db: RwLock::new(db),
             queued_profiles: AtomicUsize::new(0),
             queued_bytes: AtomicU64::new(0),
-            queue_memory: Mutex::new(Budget::global().reserve(Use::StoreQueue, 0)),
+            queue_memory: Mutex::new(budget.reserve(Use::StoreQueue, 0)),
             received: AtomicU64::new(0),
             written: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
@@ -316,14 +282,14 @@ impl Component for Store {
             stats: Mutex::new(None),
             last_retention: Mutex::new(None),
             metrics: StoreMetrics::get(&opts.metrics).instance(&opts.id),
+            budget,
+            open_stores,
         });
         if let Some(db) = shared.current() {
             writer::refresh_stats(&shared, &db);
         }
-        {
-            let mut open = lock(&OPEN);
-            open.retain(|w| w.strong_count() > 0);
-            open.push(Arc::downgrade(&shared));
+        if let Some(open) = &shared.open_stores {
+            open.register(&shared);
         }
         let (tx, rx) = mpsc::sync_channel(QUEUE_PROFILES);
         let receiver = Arc::new(Receiver::new(Sink {
@@ -419,7 +385,7 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::runtime::HealthState;
+    use crate::runtime::{HealthState, Services};
 
     fn receiver_of(exports: &crate::runtime::ExportsHandle) -> Arc<Receiver> {
         let Value::Object(m) = exports.current() else {
@@ -478,13 +444,25 @@ mod tests {
     async fn profiles_appended_to_the_receiver_land_in_the_store() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("store");
-        let (store, receiver) = build(
+        let open_stores = OpenStores::default();
+        let mut opts = ComponentOptions::standalone(
             "pyroscope.store.receives",
-            Arguments {
-                path: Some(path.clone()),
-                ..Arguments::default()
-            },
+            "pyroscope.store",
+            Store::initial_exports(),
         );
+        opts.services = Services::default().with(open_stores.clone());
+        let exports = opts.exports.clone();
+        let store = Arc::new(
+            Store::build(
+                opts,
+                Arguments {
+                    path: Some(path.clone()),
+                    ..Arguments::default()
+                },
+            )
+            .expect("build"),
+        );
+        let receiver = receiver_of(&exports);
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(store.clone().run(shutdown.clone()));
         let now = SystemTime::now();
@@ -507,14 +485,15 @@ mod tests {
         assert!(info["oldest"].is_string(), "{info}");
         assert!(store.health().is_none());
 
-        // Marks reach every running store, this one included.
-        assert!(record_mark_everywhere("deploy v2", now) >= 1);
+        // Marks reach the stores registered in the services given at build.
+        assert_eq!(open_stores.record_mark("deploy v2", now), 1);
         assert_eq!(
             db.marks(now, now + Duration::from_secs(1)).expect("marks"),
             vec![("deploy v2".to_string(), now)]
         );
         assert!(
-            running_stores()
+            open_stores
+                .running()
                 .iter()
                 .any(|r| r.component_id == "pyroscope.store.receives" && r.path == path)
         );
@@ -522,10 +501,52 @@ mod tests {
         shutdown.cancel();
         task.await.expect("joins").expect("runs");
         assert!(store.db().is_none(), "closed at exit");
-        assert!(!running_stores().iter().any(|r| r.path == path));
+        assert!(open_stores.running().is_empty());
         drop(db);
         let reopened = Db::open(&path).expect("reopen after exit");
         assert_eq!(reopened.stats().expect("stats").profiles, 3);
+    }
+
+    /// The budget and the registry of open stores come from the controller's services, not
+    /// from globals: a store built by a controller joins that registry and sheds against that
+    /// budget.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_controllers_services_reach_the_store() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stores = OpenStores::default();
+        // Normal priority may fill 80 % of 1 KiB: a 4 KiB profile never fits.
+        let budget = Budget::new(1 << 10);
+        let mut opts = crate::runtime::ControllerOptions::new(crate::components::builtin());
+        opts.storage_path = dir.path().to_path_buf();
+        opts.services = Services::default()
+            .with(budget.clone())
+            .with(stores.clone());
+        let c = crate::runtime::Controller::new(opts);
+        c.apply_source("cfg.alloy", "pyroscope.store \"local\" { }\n")
+            .await
+            .expect("apply");
+        let store = c
+            .instance::<Store>("pyroscope.store.local")
+            .await
+            .expect("built");
+        let ids: Vec<String> = stores
+            .running()
+            .into_iter()
+            .map(|r| r.component_id)
+            .collect();
+        assert_eq!(ids, ["pyroscope.store.local"]);
+
+        let big = Profile {
+            raw: vec![0u8; 4 << 10].into(),
+            ..profile("a", SystemTime::now())
+        };
+        store.receiver().append(vec![big]);
+        let info = store.debug_info().expect("info");
+        assert_eq!(info["dropped_total"], 1, "{info}");
+        assert_eq!(budget.used_by(Use::StoreQueue), 0);
+
+        c.shutdown().await;
+        assert!(stores.running().is_empty(), "closed at exit");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -52,6 +52,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::Budget;
 use crate::httpclient::WithHttpClient;
 use crate::profiles::Receiver;
 use crate::protocols::pyroscope::wire;
@@ -225,7 +226,8 @@ impl Component for Write {
 
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
         let metrics = WriteMetrics::get(&opts.metrics);
-        let pipeline = Arc::new(Pipeline::new(opts.id.clone(), metrics));
+        let budget = opts.services.get::<Budget>().unwrap_or_default();
+        let pipeline = Arc::new(Pipeline::new(opts.id.clone(), metrics, budget));
         configure(&pipeline, &args)?;
         let receiver = Arc::new(Receiver(pipeline.clone()));
         opts.exports.publish(exports(&receiver));
