@@ -441,14 +441,21 @@ fn test_only_files(sources: &[Source]) -> BTreeSet<PathBuf> {
 
 /// Code lines outside `#[cfg(test)]` items.
 fn code_lines(text: &str) -> usize {
-    let code = strip_comments(text);
+    without_tests(&strip_comments(text))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
+/// The code without its `#[cfg(test)]` items (each up to the end of its first brace block, or
+/// its `;`).
+fn without_tests(code: &str) -> String {
     let lines: Vec<&str> = code.lines().collect();
-    let mut n = 0;
+    let mut out = String::with_capacity(code.len());
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i].trim();
         if line == "#[cfg(test)]" {
-            // Skip the item: up to the end of its first brace block, or its `;`.
             let mut depth = 0i32;
             let mut opened = false;
             let mut j = i + 1;
@@ -464,12 +471,11 @@ fn code_lines(text: &str) -> usize {
             i = j + 1;
             continue;
         }
-        if !line.is_empty() {
-            n += 1;
-        }
+        out.push_str(lines[i]);
+        out.push('\n');
         i += 1;
     }
-    n
+    out
 }
 
 #[test]
@@ -490,6 +496,41 @@ fn no_file_has_more_than_800_lines_of_code() {
             .map(|(n, p)| format!("{n:5} {}", p.display()))
             .collect::<Vec<_>>()
             .join("\n")
+    );
+}
+
+/// Spawning outside `runtime::task` (which names every task with a span) is allowed only here:
+/// the runtime itself, and the self-profiler's two short blocking calls (`pprof` knows nothing
+/// of the runtime).
+const SPAWN_ALLOWED: &[&str] = &["src/runtime/", "src/pprof/self_profile.rs"];
+
+#[test]
+fn tasks_are_spawned_with_a_name() {
+    let sources = sources();
+    let tests = test_only_files(&sources);
+    let mut unnamed = Vec::new();
+    for s in &sources {
+        let rel = s.path.strip_prefix(root()).expect("under the root");
+        if tests.contains(&s.path) || SPAWN_ALLOWED.iter().any(|a| rel.starts_with(a)) {
+            continue;
+        }
+        let code = without_tests(&strip_comments(&s.text));
+        for (n, line) in code.lines().enumerate() {
+            if ["tokio::spawn(", "spawn_blocking(", "runtime.spawn("]
+                .iter()
+                .any(|p| line.contains(p))
+                && !line.contains("runtime::task::")
+                && !line.contains("task::spawn")
+            {
+                unnamed.push(format!("{}: {}", rel.display(), line.trim()));
+                let _ = n;
+            }
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "spawn through crate::runtime::task so the task has a name:\n{}",
+        unnamed.join("\n")
     );
 }
 

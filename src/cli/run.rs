@@ -71,7 +71,10 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
         stores,
     };
     let stop_server = CancellationToken::new();
-    let mut server = tokio::spawn(server::serve(listener, state.clone(), stop_server.clone()));
+    let mut server = crate::runtime::task::spawn(
+        "server",
+        server::serve(listener, state.clone(), stop_server.clone()),
+    );
 
     let mut sigint = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;

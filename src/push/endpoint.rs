@@ -31,6 +31,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::events::{Drop, ProfileDropped, ProfileSent, ProfileTrimmed, PushRetrying};
 use super::limits::{Fit, Limits};
 use super::metrics::{EndpointMetrics, Latency, Reason};
 use super::queue::{Entry, Eviction, Queue};
@@ -38,6 +39,8 @@ use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::httpclient::HttpClient;
 use crate::httpclient::body::{ReadError, read_limited};
 use crate::protocols::pyroscope::wire::{self, Code, Disposition, PushError};
+use crate::runtime::event::emit;
+use crate::runtime::task;
 
 /// The most of a push response we read: Connect answers with a small JSON error or nothing.
 const RESPONSE_LIMIT: usize = 1 << 20;
@@ -159,8 +162,18 @@ impl Endpoint {
                     Reason::MemoryBudget
                 }
             };
-            self.metrics.dropped(reason, e.raw.len());
+            self.discard(e.raw.len(), Drop::Quietly(reason));
         }
+    }
+
+    /// Counts (and, depending on why, logs) a profile this endpoint will not send.
+    pub(super) fn discard(&self, bytes: usize, why: Drop<'_>) {
+        emit(ProfileDropped {
+            metrics: &self.metrics,
+            endpoint: &self.settings.url,
+            bytes,
+            why,
+        });
     }
 
     /// Starts the senders on `runtime`.
@@ -168,7 +181,13 @@ impl Endpoint {
         let abort = CancellationToken::new();
         let retire = abort.child_token();
         let tasks = (0..self.settings.senders.max(1))
-            .map(|_| runtime.spawn(self.clone().sender(retire.clone(), abort.clone())))
+            .map(|_| {
+                task::spawn_on(
+                    runtime,
+                    "push.sender",
+                    self.clone().sender(retire.clone(), abort.clone()),
+                )
+            })
             .collect();
         Senders {
             abort,
@@ -209,14 +228,14 @@ impl Endpoint {
         abort: &CancellationToken,
     ) -> Delivery {
         let s = &self.settings;
-        let give_up = |reason: Reason, e: &Entry| {
-            self.metrics.dropped(reason, e.raw.len());
+        let give_up = |why: Drop<'_>, e: &Entry| {
+            self.discard(e.raw.len(), why);
             Delivery::Done
         };
         self.metrics
             .latency(Latency::Queue, entry.enqueued.elapsed().as_secs_f64());
         if self.too_old(&entry) {
-            return give_up(Reason::TooOld, &entry);
+            return give_up(Drop::Quietly(Reason::TooOld), &entry);
         }
         let prepared = match s.protocol {
             // What is counted as sent is the profile's size as pushed (trimmed or not).
@@ -232,8 +251,7 @@ impl Endpoint {
         let (body, sent_bytes) = match prepared {
             Ok(prepared) => prepared,
             Err((reason, why)) => {
-                tracing::warn!(endpoint = %s.url, reason = %why, "dropping profile");
-                return give_up(reason, &entry);
+                return give_up(Drop::Unsendable { reason, why: &why }, &entry);
             }
         };
         let started = Instant::now();
@@ -247,9 +265,11 @@ impl Endpoint {
             };
             let err = match result {
                 Ok(()) => {
-                    self.metrics.sent(sent_bytes);
-                    self.metrics
-                        .latency(Latency::Endpoint, started.elapsed().as_secs_f64());
+                    emit(ProfileSent {
+                        metrics: &self.metrics,
+                        bytes: sent_bytes,
+                        seconds: started.elapsed().as_secs_f64(),
+                    });
                     self.recovered.notify_waiters();
                     return Delivery::Done;
                 }
@@ -257,19 +277,17 @@ impl Endpoint {
             };
             let disposition = err.disposition(s.retry_on_http_429);
             if !s.retry && disposition != Disposition::Drop {
-                tracing::warn!(endpoint = %s.url, err = %err, "push failed and retries are disabled; dropping profile");
-                return give_up(Reason::RetriesExhausted, &entry);
+                return give_up(Drop::RetriesDisabled(&err), &entry);
             }
             let delay = match disposition {
                 Disposition::Drop => {
-                    tracing::warn!(endpoint = %s.url, err = %err, "push rejected; dropping profile");
-                    return give_up(Reason::Rejected, &entry);
+                    return give_up(Drop::Rejected(&err), &entry);
                 }
                 Disposition::Retry => {
                     failures += 1;
                     if s.max_retries > 0 && failures >= s.max_retries {
-                        tracing::warn!(endpoint = %s.url, retries = failures - 1, err = %err, "push failed; giving up on profile");
-                        return give_up(Reason::RetriesExhausted, &entry);
+                        let retries = failures - 1;
+                        return give_up(Drop::RetriesExhausted { err: &err, retries }, &entry);
                     }
                     backoff_delay(s.min_backoff, s.max_backoff, failures)
                 }
@@ -278,8 +296,12 @@ impl Endpoint {
                     backoff_delay(s.min_backoff, s.max_backoff, unavailable)
                 }
             };
-            tracing::debug!(endpoint = %s.url, err = %err, ?delay, "push failed; retrying");
-            self.metrics.retry();
+            emit(PushRetrying {
+                metrics: &self.metrics,
+                endpoint: &s.url,
+                err: &err,
+                delay,
+            });
             let recovered = self.recovered.notified();
             tokio::pin!(recovered);
             let wake_early = disposition == Disposition::RetryUnavailable;
@@ -290,8 +312,7 @@ impl Endpoint {
                 _ = &mut recovered, if wake_early => {}
             }
             if self.too_old(&entry) {
-                tracing::warn!(endpoint = %s.url, err = %err, "profile aged out while retrying; dropping it");
-                return give_up(Reason::TooOld, &entry);
+                return give_up(Drop::AgedOut(&err), &entry);
             }
         }
     }
@@ -313,7 +334,7 @@ impl Endpoint {
             "check the profile against the backend's limits",
         )?;
         let raw = entry.raw.clone();
-        let fit = tokio::task::spawn_blocking(move || limits.fit(&raw, label_bytes))
+        let fit = task::spawn_blocking("push.fit", move || limits.fit(&raw, label_bytes))
             .await
             .map_err(|e| (Reason::TooLarge, format!("trimming failed: {e}")))?;
         match fit {
@@ -323,8 +344,12 @@ impl Endpoint {
                 samples_before,
                 samples_after,
             } => {
-                tracing::debug!(endpoint = %self.settings.url, samples_before, samples_after, "trimmed profile to the backend's limits");
-                self.metrics.trimmed();
+                emit(ProfileTrimmed {
+                    metrics: &self.metrics,
+                    endpoint: &self.settings.url,
+                    samples_before,
+                    samples_after,
+                });
                 Ok(raw)
             }
             Fit::TooLarge(why) => Err((Reason::TooLarge, why)),
@@ -337,7 +362,7 @@ impl Endpoint {
         let _memory = reserve_decoding(&self.budget, entry, "convert the profile")?;
         let raw = entry.raw.clone();
         let labels = entry.series_labels.clone();
-        tokio::task::spawn_blocking(move || {
+        task::spawn_blocking("push.otlp_convert", move || {
             let profile = crate::pprof::decode(&raw, &crate::pprof::Limits::default())
                 .map_err(|e| (Reason::Rejected, format!("profile does not decode: {e}")))?;
             let mut request = crate::protocols::otlp::convert::RequestBuilder::new();

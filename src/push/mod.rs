@@ -18,6 +18,7 @@
 
 mod config;
 mod endpoint;
+mod events;
 pub mod limits;
 mod metrics;
 mod otlp;
@@ -35,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::config::{LimitsConfig, QueueConfig};
 use self::endpoint::{Endpoint, Senders};
 pub use self::endpoint::{Protocol, Settings};
+use self::events::{Drop, InvalidLabels, ProfileDropped};
 use self::metrics::EndpointMetrics;
 pub use self::metrics::{Reason, WriteMetrics};
 use self::queue::{Entry, Queue};
@@ -42,6 +44,7 @@ use crate::budget::Budget;
 use crate::httpclient::{HttpClient, USER_AGENT};
 use crate::profiles::{Appendable, Label, Profile};
 use crate::protocols::pyroscope::{labels, wire};
+use crate::runtime::event::emit;
 use crate::sync::lock;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -156,7 +159,12 @@ impl Pipeline {
             let queue = match reuse {
                 Some(q) => {
                     for e in q.set_max_bytes(max_bytes) {
-                        metrics.dropped(Reason::QueueFull, e.raw.len());
+                        emit(ProfileDropped {
+                            metrics: &metrics,
+                            endpoint: &settings.url,
+                            bytes: e.raw.len(),
+                            why: Drop::Quietly(Reason::QueueFull),
+                        });
                     }
                     q
                 }
@@ -203,7 +211,7 @@ impl Pipeline {
         let drop_queues = move |removed: Vec<Arc<Endpoint>>| {
             for ep in removed {
                 for e in ep.queue.drain() {
-                    ep.metrics.dropped(Reason::Reload, e.raw.len());
+                    ep.discard(e.raw.len(), Drop::Quietly(Reason::Reload));
                 }
             }
         };
@@ -219,7 +227,7 @@ impl Pipeline {
             running.senders.push((ep.clone(), ep.start(&runtime)));
         }
         drop(running);
-        runtime.spawn(async move {
+        crate::runtime::task::spawn_on(&runtime, "push.retire", async move {
             for (_, senders) in &retired {
                 senders.retire();
             }
@@ -301,7 +309,7 @@ impl Pipeline {
         }
         for ep in &active.endpoints {
             for e in ep.queue.drain() {
-                ep.metrics.dropped(Reason::Shutdown, e.raw.len());
+                ep.discard(e.raw.len(), Drop::Quietly(Reason::Shutdown));
             }
         }
     }
@@ -332,17 +340,22 @@ impl Appendable for Pipeline {
         for p in profiles {
             if closing {
                 for ep in &active.endpoints {
-                    ep.metrics.dropped(Reason::Shutdown, p.raw.len());
+                    ep.discard(p.raw.len(), Drop::Quietly(Reason::Shutdown));
                 }
                 continue;
             }
             let labels = match labels::prepare(&p.labels, &active.external) {
                 Ok(l) => l,
                 Err(e) => {
-                    tracing::warn!(component = %self.id, err = %e, labels = ?p.labels, "invalid labels in profile; dropping it");
-                    for ep in &active.endpoints {
-                        ep.metrics.dropped(Reason::InvalidLabels, p.raw.len());
-                    }
+                    let endpoints: Vec<&EndpointMetrics> =
+                        active.endpoints.iter().map(|ep| &ep.metrics).collect();
+                    emit(InvalidLabels {
+                        component: &self.id,
+                        err: &e,
+                        labels: &p.labels,
+                        bytes: p.raw.len(),
+                        endpoints: &endpoints,
+                    });
                     continue;
                 }
             };

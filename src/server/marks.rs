@@ -39,7 +39,7 @@ pub(super) async fn create(
         },
     };
     let name = name.to_string();
-    let recorded = tokio::task::spawn_blocking({
+    let recorded = crate::runtime::task::spawn_blocking("server.mark", {
         let name = name.clone();
         let stores = state.stores.clone();
         move || stores.record_mark(&name, at)

@@ -166,7 +166,10 @@ impl Controller {
             ready: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
         });
-        tokio::spawn(cascade::worker(Arc::downgrade(&inner), rx));
+        crate::runtime::task::spawn(
+            "controller.cascade",
+            cascade::worker(Arc::downgrade(&inner), rx),
+        );
         Controller { inner }
     }
 

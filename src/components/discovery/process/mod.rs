@@ -251,10 +251,15 @@ impl Process {
         };
         let host = self.host.clone();
         let started = Instant::now();
-        let result = match tokio::task::spawn_blocking(move || host.discover(&cfg)).await {
-            Ok(r) => r.map_err(|e| e.to_string()),
-            Err(e) => Err(format!("process walk did not complete: {e}")),
-        };
+        let result =
+            match crate::runtime::task::spawn_blocking("discovery.process.walk", move || {
+                host.discover(&cfg)
+            })
+            .await
+            {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(e) => Err(format!("process walk did not complete: {e}")),
+            };
         let mut st = self.state();
         if st.generation == generation {
             self.apply_walk(&mut st, result, started);

@@ -194,7 +194,7 @@ impl Component for Debug {
             };
             // Decoding is CPU work and stdout may block: keep both off the runtime's workers.
             let me = self.clone();
-            tokio::task::spawn_blocking(move || {
+            crate::runtime::task::spawn_blocking("pyroscope.debug.print", move || {
                 let text = me.show(&profile);
                 let mut out = std::io::stdout().lock();
                 out.write_all(text.as_bytes())?;

@@ -60,7 +60,10 @@ impl Component for Ebpf {
         // handed to `forward_to` before this returns (the controller stops the receivers only
         // after their senders); off the async workers.
         let this = self.clone();
-        let _ = tokio::task::spawn_blocking(move || lock(&this.session).stop()).await;
+        let _ = crate::runtime::task::spawn_blocking("pyroscope.ebpf.stop", move || {
+            lock(&this.session).stop()
+        })
+        .await;
         Ok(())
     }
 

@@ -378,23 +378,24 @@ async fn handle_ingest(State(st): State<RouteState>, req: Request) -> Response {
         max_decompressed_bytes: usize::try_from(limit).unwrap_or(usize::MAX),
     };
     let _slot = st.shared.converters.acquire().await;
-    let converted = tokio::task::spawn_blocking(move || {
-        // A gzip Content-Encoding is decoded when the body is gzip (Pyroscope ignores the
-        // header; for pprof, itself gzip, both agree).
-        let body = if gzip && pprof::codec::is_gzip(&body) {
-            gunzip(&body, limit).map_err(|e| (body_error_status(&e, true), e.to_string()))?
-        } else {
-            body
-        };
-        let request = IngestRequest {
-            query: &query,
-            content_type: &content_type,
-            body,
-            now_nanos: now_nanos(),
-        };
-        ingest::ingest(&request, &limits).map_err(|e| (e.status(), e.to_string()))
-    })
-    .await;
+    let converted =
+        crate::runtime::task::spawn_blocking("pyroscope.receive_http.ingest", move || {
+            // A gzip Content-Encoding is decoded when the body is gzip (Pyroscope ignores the
+            // header; for pprof, itself gzip, both agree).
+            let body = if gzip && pprof::codec::is_gzip(&body) {
+                gunzip(&body, limit).map_err(|e| (body_error_status(&e, true), e.to_string()))?
+            } else {
+                body
+            };
+            let request = IngestRequest {
+                query: &query,
+                content_type: &content_type,
+                body,
+                now_nanos: now_nanos(),
+            };
+            ingest::ingest(&request, &limits).map_err(|e| (e.status(), e.to_string()))
+        })
+        .await;
     match converted {
         Ok(Ok(converted)) => {
             let n = st.shared.forward(ROUTE, converted);
@@ -452,11 +453,12 @@ async fn handle_push(State(st): State<RouteState>, req: Request) -> Response {
         Err(e) => return st.reject(ROUTE, 429, "resource_exhausted", &e),
     };
     let _slot = st.shared.converters.acquire().await;
-    let converted = tokio::task::spawn_blocking(move || {
-        let body = if gzip { gunzip(&body, limit)? } else { body };
-        push::decode(body, codec).map_err(|e| BodyError::Read(e.to_string()))
-    })
-    .await;
+    let converted =
+        crate::runtime::task::spawn_blocking("pyroscope.receive_http.push", move || {
+            let body = if gzip { gunzip(&body, limit)? } else { body };
+            push::decode(body, codec).map_err(|e| BodyError::Read(e.to_string()))
+        })
+        .await;
     match converted {
         Ok(Ok(converted)) => {
             let n = st.shared.forward(ROUTE, converted);
@@ -676,7 +678,7 @@ impl Instance {
         });
         let cancel = CancellationToken::new();
         let stop = cancel.clone();
-        let task = tokio::spawn(async move {
+        let task = crate::runtime::task::spawn("pyroscope.receive_http.server", async move {
             let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned());
             if let Err(e) = serve.await {
                 tracing::error!(component_id = %shared.id, error = %e, "server stopped with an error");

@@ -171,7 +171,9 @@ impl Manager {
             return;
         };
         let cancel = parent.child_token();
-        let task = runtime.spawn(
+        let task = crate::runtime::task::spawn_on(
+            runtime,
+            "pyroscope.scrape.loop",
             scrape_loop::run(handle.shared.clone(), self.env.subscribe(), cancel.clone())
                 .instrument(self.span.clone()),
         );

@@ -374,7 +374,10 @@ impl Component for Store {
         let stop = shutdown.child_token();
         let _stop_on_drop = stop.clone().drop_guard();
         let shared = self.shared.clone();
-        let result = tokio::task::spawn_blocking(move || writer::run(&shared, rx, &stop)).await;
+        let result = crate::runtime::task::spawn_blocking("pyroscope.store.writer", move || {
+            writer::run(&shared, rx, &stop)
+        })
+        .await;
         self.shared.metrics.remove();
         result.map_err(|e| format!("pyroscope.store writer thread: {e}").into())
     }
@@ -516,7 +519,11 @@ mod tests {
         let stores = OpenStores::default();
         // Normal priority may fill 80 % of 1 KiB: a 4 KiB profile never fits.
         let budget = Budget::new(1 << 10);
-        let mut opts = crate::runtime::ControllerOptions::new(crate::components::builtin());
+        // Only this component registered: a component's tests do not need the others.
+        let registry = crate::runtime::Registry::new().with(crate::runtime::Registration::new::<
+            Store,
+        >("pyroscope.store"));
+        let mut opts = crate::runtime::ControllerOptions::new(registry);
         opts.storage_path = dir.path().to_path_buf();
         opts.services = Services::default()
             .with(budget.clone())
