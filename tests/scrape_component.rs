@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use scrape_support::{Behavior, FaultServer, captured, metric};
 use scraper::components::pyroscope::scrape::profiling::ProfilingConfig;
+use scraper::components::pyroscope::scrape::target::DiscoveredTarget;
 use scraper::components::pyroscope::scrape::{Arguments, Scrape, ScrapeOptions};
 use scraper::httpclient::{HttpClientConfig, WithHttpClient};
 use scraper::profiles::{Appendable, Profile, Receiver};
@@ -60,7 +61,7 @@ fn memory_only() -> ProfilingConfig {
 fn args(targets: Vec<BTreeMap<String, String>>, rx: &Arc<Receiver>, interval: u64) -> Arguments {
     WithHttpClient {
         inner: ScrapeOptions {
-            targets,
+            targets: targets.iter().map(DiscoveredTarget::from).collect(),
             forward_to: vec![CapsuleRef(rx.clone())],
             job_name: String::new(),
             params: BTreeMap::new(),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::profiling::ProfilingConfig;
-use super::target::Labels;
+use super::target::DiscoveredTarget;
 use crate::httpclient::WithHttpClient;
 use crate::profiles::Receiver;
 use crate::syntax::types::{CapsuleRef, Duration};
@@ -30,7 +30,8 @@ pub struct Clustering {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(try_from = "RawOptions")]
 pub struct ScrapeOptions {
-    pub targets: Vec<Labels>,
+    /// Shared with the discovery components that exported them: decoding copies no label.
+    pub targets: Vec<DiscoveredTarget>,
     pub forward_to: Vec<CapsuleRef<Receiver>>,
     pub job_name: String,
     pub params: BTreeMap<String, Vec<String>>,
@@ -69,7 +70,7 @@ fn default_body_size_limit() -> u64 {
 #[derive(Deserialize)]
 #[serde(rename = "pyroscope.scrape")]
 struct RawOptions {
-    targets: Vec<Labels>,
+    targets: Vec<DiscoveredTarget>,
     forward_to: Vec<CapsuleRef<Receiver>>,
     #[serde(default)]
     job_name: String,

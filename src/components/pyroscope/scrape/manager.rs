@@ -94,11 +94,12 @@ impl Manager {
                     continue;
                 }
             };
+            // Prepared once here; each scrape of the loop clones this list into its profile.
             let labels = t.forward_labels();
             let blocked = check_label_limits(&labels, &limits)
                 .err()
                 .map(|m| ScrapeError::new(Reason::LabelLimit, m));
-            let get = |k: &str| t.labels.get(k).map(String::as_str).unwrap_or("");
+            let get = |k: &str| t.labels.get(k).unwrap_or("");
             let metrics_key = self
                 .metrics
                 .target_key(get(INSTANCE), get(SERVICE_NAME), get(NAME));

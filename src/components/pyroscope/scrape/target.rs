@@ -1,6 +1,12 @@
 //! From a discovered target (a label set) to the scrape targets of each enabled profile type:
 //! final labels, URL and identity, following Alloy's `pyroscope.scrape` (spec §2.3).
 //!
+//! Labels stay shared from discovery to here: `targets` decodes into [`DiscoveredTarget`]s that
+//! hold the discovery component's own [`LabelSet`]s, and a scrape target's [`TargetLabels`] is
+//! a clone of one (reference counts) plus the few labels target building adds. The strings are
+//! copied once per scrape target when the targets change, into the label list its profiles
+//! carry ([`ScrapeTarget::forward_labels`]); each scrape clones that list.
+//!
 //! Every quirk the spec lists, and what we do about it:
 //!
 //! | Alloy quirk | here |
@@ -17,11 +23,14 @@
 //! | `service_name` is inferred from the labels before the defaults (instance, job...) are set | **copied** (it only reads `__meta_*` labels, which are unchanged) |
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::time::Duration;
 
-use super::profiling::ProfileType;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
-pub type Labels = BTreeMap<String, String>;
+use super::profiling::ProfileType;
+use crate::labels::{LabelName, LabelSet};
+use crate::targets::Shared;
 
 pub const ADDRESS: &str = "__address__";
 pub const SCHEME: &str = "__scheme__";
@@ -37,6 +46,167 @@ pub const SCOPE_NAME: &str = "otel.scope.name";
 pub const SCOPE_VERSION: &str = "otel.scope.version";
 /// Alloy's scope name, kept so that series keep the label set they had when scraped by Alloy.
 pub const SCOPE_NAME_VALUE: &str = "com.grafana.alloy/pyroscope.scrape";
+
+/// One element of the `targets` argument: the label set a discovery component exported,
+/// shared (decoding copies no string), plus what a [`LabelSet`] cannot hold: the names that a
+/// target written as an object sets to `""`.
+///
+/// Those names are kept because this component always kept them (it used to decode targets as
+/// maps of strings), and they show: they are forwarded with every profile and shown in the debug
+/// info, they are part of a target's identity, `__param_<k> = ""` adds `k=` to the URL, and an
+/// empty `otel.scope.*` label keeps the default one away. Targets from discovery components have
+/// none (their label sets drop empty values), so for them `empty` stays an unallocated `Vec`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiscoveredTarget {
+    pub labels: Shared,
+    /// Sorted and unique; none of them is in `labels`.
+    pub empty: Vec<LabelName>,
+}
+
+impl From<Shared> for DiscoveredTarget {
+    fn from(labels: Shared) -> Self {
+        DiscoveredTarget {
+            labels,
+            empty: Vec::new(),
+        }
+    }
+}
+
+impl From<&BTreeMap<String, String>> for DiscoveredTarget {
+    /// A target written as an object: every label, the empty ones as names in `empty`.
+    fn from(map: &BTreeMap<String, String>) -> Self {
+        // A map iterates in name order, so `empty` comes out sorted.
+        let empty = map
+            .iter()
+            .filter(|(_, v)| v.is_empty())
+            .map(|(k, _)| LabelName::from(k.as_str()))
+            .collect();
+        DiscoveredTarget {
+            labels: LabelSet::from(map).into(),
+            empty,
+        }
+    }
+}
+
+/// Decodes like [`Shared`] (a target capsule is taken as it is), except that a plain object
+/// keeps its empty labels.
+impl<'de> serde::Deserialize<'de> for DiscoveredTarget {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = DiscoveredTarget;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of strings")
+            }
+            fn visit_u64<E: serde::de::Error>(self, slot: u64) -> Result<DiscoveredTarget, E> {
+                crate::syntax::types::take_view::<LabelSet>(slot)
+                    .map(|labels| Shared(labels).into())
+                    .ok_or_else(|| E::custom("expected map(string), got capsule"))
+            }
+            fn visit_newtype_struct<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<DiscoveredTarget, D::Error> {
+                let map = <BTreeMap<String, String> as serde::Deserialize>::deserialize(d)?;
+                Ok(DiscoveredTarget::from(&map))
+            }
+        }
+        d.deserialize_newtype_struct(crate::syntax::types::VIEW_NEWTYPE, V)
+    }
+}
+
+/// A scrape target's labels: a [`LabelSet`] whose names and values are shared with the
+/// discovered target's (building a scrape target copies no string it does not add), plus the
+/// names set to `""` (see [`DiscoveredTarget`]). It reads as one sorted map of strings, empty
+/// values in their place: [`iter`](Self::iter), `Debug` and `Serialize` (the debug info) show
+/// it as the map it replaced did.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct TargetLabels {
+    set: LabelSet,
+    /// Sorted and unique; none of them is in `set`.
+    empty: Vec<LabelName>,
+}
+
+impl From<&DiscoveredTarget> for TargetLabels {
+    fn from(t: &DiscoveredTarget) -> Self {
+        TargetLabels {
+            set: (*t.labels.0).clone(),
+            empty: t.empty.clone(),
+        }
+    }
+}
+
+impl TargetLabels {
+    /// The value of `name` if it is not empty: every rule that reads a label here treats an
+    /// empty value as an absent one.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.set.get(name)
+    }
+
+    /// Whether `name` is present, even with an empty value.
+    pub fn contains(&self, name: &str) -> bool {
+        self.set.contains(name) || self.find_empty(name).is_ok()
+    }
+
+    /// Number of labels, empty ones included.
+    pub fn len(&self) -> usize {
+        self.set.len() + self.empty.len()
+    }
+
+    /// True when there are no labels at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn find_empty(&self, name: &str) -> Result<usize, usize> {
+        self.empty.binary_search_by(|n| n.as_ref().cmp(name))
+    }
+
+    /// Sets `name` to `value`. Unlike [`LabelSet::set`], `""` does not delete: the label stays
+    /// with an empty value, as it did in a map (a `params` entry whose first value is `""`).
+    pub fn set(&mut self, name: &str, value: &str) {
+        match (value.is_empty(), self.find_empty(name)) {
+            (false, Ok(i)) => {
+                self.empty.remove(i);
+                self.set.set(name, value);
+            }
+            (false, Err(_)) => self.set.set(name, value),
+            (true, Ok(_)) => {}
+            (true, Err(i)) => {
+                self.set.remove(name);
+                self.empty.insert(i, LabelName::from(name));
+            }
+        }
+    }
+
+    /// Every label in name order, empty values included.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        // Both halves are sorted and disjoint: a merge keeps the order a map would have.
+        let mut set = self.set.iter().peekable();
+        let mut empty = self.empty.iter().map(|n| (n.as_ref(), "")).peekable();
+        std::iter::from_fn(move || match (set.peek(), empty.peek()) {
+            (Some(a), Some(b)) if b.0 < a.0 => empty.next(),
+            (Some(_), _) => set.next(),
+            (None, _) => empty.next(),
+        })
+    }
+}
+
+impl fmt::Debug for TargetLabels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for TargetLabels {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (n, v) in self.iter() {
+            map.serialize_entry(n, v)?;
+        }
+        map.end()
+    }
+}
 
 /// Go's cumulative profiles, which need a delta between scrapes.
 pub fn is_cumulative(profile_name: &str) -> bool {
@@ -58,7 +228,7 @@ pub struct TargetSettings {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScrapeTarget {
     /// Every label, private ones included; `pyroscope.write` strips what the backend must not see.
-    pub labels: Labels,
+    pub labels: TargetLabels,
     pub url: String,
     /// `__name__` as sent: godeltaprof types are renamed to memory/mutex/block.
     pub profile_name: String,
@@ -87,13 +257,17 @@ impl ScrapeTarget {
 
     /// The labels every forwarded profile of this target carries: all target labels, plus
     /// `__delta__="false"` for deltas and the two `otel.scope.*` labels Alloy adds (each only
-    /// if the target does not set it).
+    /// if the target does not set it, even to `""`).
+    ///
+    /// Built once per target when the targets change; every scrape clones the result.
     pub fn forward_labels(&self) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = self
-            .labels
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        // Room for the three labels added below, so that adding them does not reallocate.
+        let mut out: Vec<(String, String)> = Vec::with_capacity(self.labels.len() + 3);
+        out.extend(
+            self.labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
         if self.already_delta() {
             out.retain(|(k, _)| k != DELTA);
             out.push((DELTA.to_string(), "false".to_string()));
@@ -102,7 +276,7 @@ impl ScrapeTarget {
             (SCOPE_NAME, SCOPE_NAME_VALUE),
             (SCOPE_VERSION, env!("CARGO_PKG_VERSION")),
         ] {
-            if !self.labels.contains_key(k) {
+            if !self.labels.contains(k) {
                 out.push((k.to_string(), v.to_string()));
             }
         }
@@ -145,20 +319,29 @@ pub fn seconds_param(scrape_interval: Duration, delta_profiling_duration: Durati
 
 /// The scrape targets of one discovered target: one per enabled profile type.
 pub fn targets_for(
-    base: &Labels,
+    discovered: &DiscoveredTarget,
     types: &BTreeMap<String, ProfileType>,
     settings: &TargetSettings,
 ) -> Result<Vec<ScrapeTarget>, TargetError> {
+    let mut enabled = types.values().filter(|t| t.enabled).peekable();
+    // Without an enabled type a target yields nothing, and is not checked either.
+    if enabled.peek().is_none() {
+        return Ok(Vec::new());
+    }
+    // What `populate` reads and writes (job, scheme, `__param_*`, address, instance,
+    // service_name) is disjoint from the three per-type labels set below, so it runs once per
+    // target, and each type starts from a clone of the result (reference counts, no strings).
+    let mut common = TargetLabels::from(discovered);
+    populate(&mut common, &discovered.labels.0, settings)?;
     let mut out = Vec::new();
-    for profile in types.values().filter(|t| t.enabled) {
-        let mut labels = base.clone();
+    for profile in enabled {
+        let mut labels = common.clone();
         set_if_empty(&mut labels, PROFILE_PATH, &profile.path);
         set_if_empty(&mut labels, NAME, &profile.name);
         set_if_empty(&mut labels, PROFILE_PATH_PREFIX, &settings.path_prefix);
-        populate(&mut labels, base, settings)?;
 
         // A target may override `__name__`; the `seconds` decision follows the final name.
-        let name = labels.get(NAME).cloned().unwrap_or_default();
+        let name = labels.get(NAME).unwrap_or("").to_string();
         let has_seconds = types.get(&name).is_some_and(|t| t.delta);
         let mut params = settings.params.clone();
         if has_seconds {
@@ -171,7 +354,7 @@ pub fn targets_for(
             _ => (name, false),
         };
         if godeltaprof {
-            labels.insert(NAME.to_string(), profile_name.clone());
+            labels.set(NAME, &profile_name);
         }
         let url = url_for(&labels, &params);
         let hash = identity(&labels, &url);
@@ -190,7 +373,8 @@ pub fn targets_for(
 /// A discovered target that yields no scrape target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidTarget {
-    pub labels: Labels,
+    /// As discovered (before any default was added).
+    pub labels: TargetLabels,
     pub error: TargetError,
 }
 
@@ -218,7 +402,7 @@ pub struct Plan {
 /// The scrape targets of every discovered target. A discovered target that cannot be scraped is
 /// listed in `invalid` without affecting the others.
 pub fn plan(
-    discovered: &[Labels],
+    discovered: &[DiscoveredTarget],
     types: &BTreeMap<String, ProfileType>,
     settings: &TargetSettings,
 ) -> Plan {
@@ -229,7 +413,7 @@ pub fn plan(
             Ok(t) => t,
             Err(error) => {
                 out.invalid.push(InvalidTarget {
-                    labels: base.clone(),
+                    labels: TargetLabels::from(base),
                     error,
                 });
                 continue;
@@ -243,8 +427,7 @@ pub fn plan(
                 }
                 Some(&i) => {
                     let kept = &out.targets[i];
-                    let type_name =
-                        |t: &ScrapeTarget| t.labels.get(NAME).cloned().unwrap_or_default();
+                    let type_name = |t: &ScrapeTarget| t.labels.get(NAME).unwrap_or("").to_string();
                     if type_name(kept) == type_name(&t) {
                         out.duplicates += 1;
                         continue;
@@ -311,46 +494,54 @@ pub fn check_label_limits(labels: &[(String, String)], limits: &LabelLimits) -> 
     Ok(())
 }
 
-fn set_if_empty(labels: &mut Labels, name: &str, value: &str) {
-    if value.is_empty() || labels.get(name).is_some_and(|v| !v.is_empty()) {
+/// Sets `name` unless it has a non-empty value already; an empty `value` sets nothing.
+fn set_if_empty(labels: &mut TargetLabels, name: &str, value: &str) {
+    if value.is_empty() || labels.get(name).is_some() {
         return;
     }
-    labels.insert(name.to_string(), value.to_string());
+    labels.set(name, value);
 }
 
-fn populate(labels: &mut Labels, base: &Labels, s: &TargetSettings) -> Result<(), TargetError> {
+/// The labels every profile type of a target shares (Alloy's `populateLabels`): defaults from
+/// the arguments, `params` as `__param_*` labels, the address with its default port, instance
+/// and service_name. `base` is the target as discovered, which service_name is inferred from.
+fn populate(
+    labels: &mut TargetLabels,
+    base: &LabelSet,
+    s: &TargetSettings,
+) -> Result<(), TargetError> {
     set_if_empty(labels, JOB, &s.job_name);
     set_if_empty(labels, SCHEME, &s.scheme);
     for (k, v) in &s.params {
         if let Some(first) = v.first() {
-            labels.insert(format!("{PARAM_PREFIX}{k}"), first.clone());
+            labels.set(&format!("{PARAM_PREFIX}{k}"), first);
         }
     }
-    let mut addr = labels.get(ADDRESS).cloned().unwrap_or_default();
+    let mut addr = labels.get(ADDRESS).unwrap_or("").to_string();
     if addr.is_empty() {
         return Err(TargetError::NoAddress);
     }
     if split_host_port(&addr).is_err() && split_host_port(&format!("{addr}:1234")).is_ok() {
-        match labels.get(SCHEME).map(String::as_str).unwrap_or("") {
+        match labels.get(SCHEME).unwrap_or("") {
             "http" | "" => addr.push_str(":80"),
             "https" => addr.push_str(":443"),
             other => return Err(TargetError::InvalidScheme(other.to_string())),
         }
-        labels.insert(ADDRESS.to_string(), addr.clone());
+        labels.set(ADDRESS, &addr);
     }
     if addr.contains('/') {
         return Err(TargetError::InvalidAddress(addr));
     }
     set_if_empty(labels, INSTANCE, &addr);
-    if labels.get(SERVICE_NAME).is_none_or(|v| v.is_empty()) {
-        labels.insert(SERVICE_NAME.to_string(), infer_service_name(base));
+    if labels.get(SERVICE_NAME).is_none() {
+        labels.set(SERVICE_NAME, &infer_service_name(base));
     }
     Ok(())
 }
 
 /// `service_name` for targets that do not set one, from the labels discovery gave them.
-pub fn infer_service_name(labels: &Labels) -> String {
-    crate::profiles::service_name::infer(|k| labels.get(k).map(String::as_str), "")
+pub fn infer_service_name(labels: &LabelSet) -> String {
+    crate::profiles::service_name::infer(|k| labels.get(k), "")
 }
 
 /// Go's `net.SplitHostPort`, which decides whether an address already has a port.
@@ -381,17 +572,19 @@ pub fn split_host_port(s: &str) -> Result<(&str, &str), &'static str> {
 
 /// `<scheme>://<address><prefix joined with path>?<query>`, the way Go's `url.URL.JoinPath` and
 /// `url.Values.Encode` build it.
-fn url_for(labels: &Labels, params: &BTreeMap<String, Vec<String>>) -> String {
-    let get = |k: &str| labels.get(k).map(String::as_str).unwrap_or("");
+fn url_for(labels: &TargetLabels, params: &BTreeMap<String, Vec<String>>) -> String {
+    let get = |k: &str| labels.get(k).unwrap_or("");
     let mut query = params.clone();
-    for (name, value) in labels.range(PARAM_PREFIX.to_string()..) {
-        let Some(key) = name.strip_prefix(PARAM_PREFIX) else {
-            break;
-        };
+    // The `__param_<key>` labels, a run in name order; empty ones count (they send `key=`).
+    let param_labels = labels
+        .iter()
+        .skip_while(|(name, _)| *name < PARAM_PREFIX)
+        .map_while(|(name, value)| Some((name.strip_prefix(PARAM_PREFIX)?, value)));
+    for (key, value) in param_labels {
         match query.get_mut(key) {
-            Some(values) if !values.is_empty() => values[0] = value.clone(),
+            Some(values) if !values.is_empty() => values[0] = value.to_string(),
             _ => {
-                query.insert(key.to_string(), vec![value.clone()]);
+                query.insert(key.to_string(), vec![value.to_string()]);
             }
         }
     }
@@ -467,7 +660,7 @@ use crate::gocompat::query_escape;
 
 /// FNV-1a over the public labels (names not starting with `__`) and the URL: what makes two
 /// scrape targets the same loop.
-fn identity(labels: &Labels, url: &str) -> u64 {
+fn identity(labels: &TargetLabels, url: &str) -> u64 {
     const OFFSET: u64 = 0xcbf29ce484222325;
     const PRIME: u64 = 0x100000001b3;
     let mut h = OFFSET;
@@ -492,11 +685,13 @@ mod tests {
     use super::*;
     use crate::components::pyroscope::scrape::profiling::ProfilingConfig;
 
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
+    /// A target written as an object in the config (empty values kept).
+    fn labels(pairs: &[(&str, &str)]) -> DiscoveredTarget {
+        let map: BTreeMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+            .collect();
+        DiscoveredTarget::from(&map)
     }
 
     fn settings() -> TargetSettings {
@@ -538,14 +733,14 @@ mod tests {
         );
         let mem = &ts[2];
         assert!(mem.client_delta());
-        assert_eq!(mem.labels["__name__"], "memory");
-        assert_eq!(mem.labels["instance"], "localhost:6060");
-        assert_eq!(mem.labels["service_name"], "unspecified");
+        assert_eq!(mem.labels.get("__name__").unwrap_or(""), "memory");
+        assert_eq!(mem.labels.get("instance").unwrap_or(""), "localhost:6060");
+        assert_eq!(mem.labels.get("service_name").unwrap_or(""), "unspecified");
         assert!(
-            !mem.labels.contains_key("job"),
+            !mem.labels.contains("job"),
             "no job label unless job_name is set"
         );
-        assert_eq!(mem.labels["__scheme__"], "http");
+        assert_eq!(mem.labels.get("__scheme__").unwrap_or(""), "http");
     }
 
     #[test]
@@ -693,12 +888,7 @@ mod tests {
                     assert_eq!(ts.len(), 1, "{}", c.name);
                     assert_eq!(ts[0].url, *url, "{}", c.name);
                     for (k, v) in c.want_labels {
-                        assert_eq!(
-                            ts[0].labels.get(*k).map(String::as_str),
-                            Some(*v),
-                            "{}: label {k}",
-                            c.name
-                        );
+                        assert_eq!(ts[0].labels.get(k), Some(*v), "{}: label {k}", c.name);
                     }
                 }
                 (Err(e), Err(want)) => assert_eq!(e, want, "{}", c.name),
@@ -747,7 +937,11 @@ mod tests {
             (&[], "unspecified"),
         ];
         for (input, want) in cases {
-            assert_eq!(infer_service_name(&labels(input)), *want, "{input:?}");
+            assert_eq!(
+                infer_service_name(&labels(input).labels.0),
+                *want,
+                "{input:?}"
+            );
         }
         // An explicit service_name wins over inference.
         let ts = targets_for(
@@ -761,7 +955,10 @@ mod tests {
             &settings(),
         )
         .expect("targets");
-        assert!(ts.iter().all(|t| t.labels["service_name"] == "explicit"));
+        assert!(
+            ts.iter()
+                .all(|t| t.labels.get("service_name") == Some("explicit"))
+        );
     }
 
     #[test]
@@ -787,7 +984,7 @@ mod tests {
         let ts =
             targets_for(&labels(&[("__address__", "a:1")]), &types, &settings()).expect("targets");
         assert_eq!(ts.len(), 1);
-        assert_eq!(ts[0].labels["__name__"], "memory");
+        assert_eq!(ts[0].labels.get("__name__").unwrap_or(""), "memory");
         assert_eq!(ts[0].profile_name, "memory");
         assert!(ts[0].godeltaprof && !ts[0].client_delta());
         assert_eq!(ts[0].url, "http://a:1/debug/pprof/delta_heap");
@@ -796,9 +993,9 @@ mod tests {
     #[test]
     fn identity_ignores_private_labels_but_not_public_ones() {
         let t = |extra: &[(&str, &str)]| {
-            let mut l = labels(&[("__address__", "a:1"), ("app", "x")]);
-            l.extend(labels(extra));
-            targets_for(&l, &default_types(), &settings()).expect("targets")[0].hash
+            let mut pairs = vec![("__address__", "a:1"), ("app", "x")];
+            pairs.extend_from_slice(extra);
+            targets_for(&labels(&pairs), &default_types(), &settings()).expect("targets")[0].hash
         };
         assert_eq!(t(&[]), t(&[("__meta_kubernetes_pod_uid", "u")]));
         assert_ne!(t(&[]), t(&[("team", "y")]));
@@ -876,7 +1073,7 @@ mod tests {
         );
         assert_eq!(p.targets.len(), 2, "service_name differs for the third");
         assert_eq!(p.duplicates, 1);
-        assert_eq!(p.targets[1].labels["service_name"], "web");
+        assert_eq!(p.targets[1].labels.get("service_name").unwrap_or(""), "web");
 
         // Fixed: a target carrying __profile_path__ gives several types the same URL; one is
         // kept deterministically (first by name) and the collision is reported.
@@ -891,7 +1088,7 @@ mod tests {
         let urls: Vec<(&str, &str)> = p
             .targets
             .iter()
-            .map(|t| (t.url.as_str(), t.labels["__name__"].as_str()))
+            .map(|t| (t.url.as_str(), t.labels.get("__name__").unwrap_or("")))
             .collect();
         assert_eq!(
             urls,
@@ -983,6 +1180,125 @@ mod tests {
                 .collect::<Vec<_>>(),
             ["mine"]
         );
+    }
+
+    /// Targets written as objects may set labels to `""`; those labels are kept as they were
+    /// when targets decoded as maps (discovery's label sets never have any).
+    #[test]
+    fn empty_labels_of_written_targets_are_kept() {
+        let target = labels(&[
+            ("__address__", "a:1"),
+            ("__meta_x", ""),
+            ("__param_foo", ""),
+            ("__param_debug", "5"),
+            ("job", ""),
+            ("otel.scope.name", ""),
+            ("team", ""),
+        ]);
+        let mut s = settings();
+        s.params.insert("debug".into(), vec![String::new()]);
+        let ts = targets_for(&target, &only(&["goroutine"]), &s).expect("targets");
+        let t = &ts[0];
+        // `__param_foo = ""` sends `foo=`; a `params` value of `""` overrides the label.
+        assert_eq!(t.url, "http://a:1/debug/pprof/goroutine?debug=&foo=");
+        let version = env!("CARGO_PKG_VERSION");
+        let want: Vec<(&str, &str)> = vec![
+            ("__address__", "a:1"),
+            ("__meta_x", ""),
+            ("__name__", "goroutine"),
+            ("__param_debug", ""),
+            ("__param_foo", ""),
+            ("__profile_path__", "/debug/pprof/goroutine"),
+            ("__scheme__", "http"),
+            ("instance", "a:1"),
+            ("job", ""),
+            // Present (empty): the default scope name is not added, the version is.
+            ("otel.scope.name", ""),
+            ("service_name", "unspecified"),
+            ("team", ""),
+            ("otel.scope.version", version),
+        ];
+        let got = t.forward_labels();
+        let got: Vec<(&str, &str)> = got.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(got, want);
+        assert_eq!(
+            format!("{:?}", t.labels),
+            format!("{:?}", t.labels.iter().collect::<BTreeMap<_, _>>()),
+            "debug output is the map's"
+        );
+        assert_eq!(
+            serde_json::to_value(&t.labels).expect("json")["team"],
+            "",
+            "the debug info shows empty labels"
+        );
+        // Empty public labels are part of the identity.
+        let without = targets_for(
+            &labels(&[("__address__", "a:1"), ("__param_foo", "")]),
+            &only(&["goroutine"]),
+            &settings(),
+        )
+        .expect("targets");
+        let with = targets_for(
+            &labels(&[("__address__", "a:1"), ("__param_foo", ""), ("team", "")]),
+            &only(&["goroutine"]),
+            &settings(),
+        )
+        .expect("targets");
+        assert_ne!(without[0].hash, with[0].hash);
+        // Invalid targets are reported with their empty labels.
+        let p = plan(
+            &[labels(&[("team", "")])],
+            &only(&["goroutine"]),
+            &settings(),
+        );
+        assert_eq!(
+            p.invalid[0].labels.iter().collect::<Vec<_>>(),
+            [("team", "")]
+        );
+    }
+
+    #[test]
+    fn target_labels_set_and_merge_in_name_order() {
+        let mut l = TargetLabels::from(&labels(&[("b", ""), ("d", "4")]));
+        l.set("a", "");
+        l.set("c", "3");
+        l.set("e", "");
+        assert_eq!(
+            l.iter().collect::<Vec<_>>(),
+            [("a", ""), ("b", ""), ("c", "3"), ("d", "4"), ("e", "")]
+        );
+        // Reads treat empty as absent; presence does not.
+        assert_eq!((l.get("b"), l.contains("b")), (None, true));
+        assert_eq!((l.get("z"), l.contains("z")), (None, false));
+        l.set("b", "2");
+        l.set("d", "");
+        assert_eq!(
+            l.iter().collect::<Vec<_>>(),
+            [("a", ""), ("b", "2"), ("c", "3"), ("d", ""), ("e", "")]
+        );
+        assert_eq!(l.len(), 5);
+    }
+
+    #[test]
+    fn targets_decode_shared_or_from_objects() {
+        use crate::syntax::value::Value;
+        use std::sync::Arc;
+        let set: Arc<LabelSet> = Arc::new([("__address__", "a:1")].into_iter().collect());
+        let object = Value::Object(
+            [("__address__", "b:1"), ("team", "")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+                .collect(),
+        );
+        let v = Value::Array(vec![crate::targets::value(set.clone()), object]);
+        let got: Vec<DiscoveredTarget> = crate::syntax::decode::from_value(&v).expect("decodes");
+        assert!(
+            Arc::ptr_eq(&got[0].labels.0, &set),
+            "a capsule is not copied"
+        );
+        assert!(got[0].empty.is_empty());
+        assert_eq!(got[1].labels.0.get("__address__"), Some("b:1"));
+        assert_eq!(got[1].empty, [LabelName::from("team")]);
     }
 
     #[test]
