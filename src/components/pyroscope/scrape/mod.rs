@@ -84,8 +84,6 @@ use crate::httpclient::{HttpClient, HttpClientConfig};
 use crate::profiles::FanOut;
 use crate::runtime::{BoxError, Component, ComponentOptions};
 
-/// Sent on every scrape request.
-
 struct Inner {
     http: HttpClientConfig,
     client: Arc<HttpClient>,
