@@ -1,114 +1,43 @@
-use std::collections::HashMap;
-
 use super::*;
-use crate::pprof::proto::{Function, Line, Location, Sample, ValueType};
+use crate::pprof::proto::{Location, Sample};
+use crate::pprof::testutil::B;
 
-/// Builds profiles from stacks written leaf first; a frame "a+b" is one location with inlined
-/// lines, `a` the innermost.
-struct P {
-    p: Profile,
-    strings: HashMap<String, i64>,
-    functions: HashMap<String, u64>,
-    locations: HashMap<String, u64>,
+/// Go's CPU profile types.
+fn cpu() -> B {
+    B::new(&[("samples", "count"), ("cpu", "nanoseconds")])
 }
 
-impl P {
-    fn new(types: &[(&str, &str)]) -> P {
-        let mut b = P {
-            p: Profile::default(),
-            strings: HashMap::new(),
-            functions: HashMap::new(),
-            locations: HashMap::new(),
-        };
-        b.s("");
-        for (t, u) in types {
-            let vt = ValueType {
-                r#type: b.s(t),
-                unit: b.s(u),
-            };
-            b.p.sample_type.push(vt);
-        }
-        b
+/// One side of the comparison: `profile` over `seconds` from `instances`.
+fn window(profile: Profile, seconds: f64, instances: usize) -> Window {
+    Window {
+        profile,
+        seconds,
+        instances,
+        label: String::new(),
     }
+}
 
-    fn cpu() -> P {
-        P::new(&[("samples", "count"), ("cpu", "nanoseconds")])
-    }
+/// The diff tests' shorthands over the shared builder.
+trait Diffable {
+    /// A cpu sample of `ns` nanoseconds; the stack is written leaf first and a frame "a+b" is
+    /// one location with inlined lines, `a` the innermost.
+    fn cpu_sample(self, stack: &[&str], ns: i64) -> B;
+    fn window(self, seconds: f64, instances: usize) -> Window;
+}
 
-    fn s(&mut self, s: &str) -> i64 {
-        if let Some(&i) = self.strings.get(s) {
-            return i;
-        }
-        let i = self.p.string_table.len() as i64;
-        self.p.string_table.push(s.to_string());
-        self.strings.insert(s.to_string(), i);
-        i
-    }
-
-    fn function(&mut self, name: &str) -> u64 {
-        if let Some(&id) = self.functions.get(name) {
-            return id;
-        }
-        // Ids far from the location ids, and different per profile order, so nothing can
-        // match by id by accident.
-        let id = 100 + self.p.function.len() as u64 * 7;
-        let n = self.s(name);
-        self.p.function.push(Function {
-            id,
-            name: n,
-            system_name: n,
-            ..Function::default()
-        });
-        self.functions.insert(name.to_string(), id);
-        id
-    }
-
-    fn location(&mut self, frame: &str) -> u64 {
-        if let Some(&id) = self.locations.get(frame) {
-            return id;
-        }
-        let line = frame
-            .split('+')
-            .map(|f| Line {
-                function_id: self.function(f),
-                line: 1,
-                column: 0,
-            })
+impl Diffable for B {
+    fn cpu_sample(self, stack: &[&str], ns: i64) -> B {
+        // Lines are all 1: frames are merged by function name, lines play no part.
+        let frames: Vec<Vec<(&str, i64)>> = stack
+            .iter()
+            .map(|f| f.split('+').map(|name| (name, 1)).collect())
             .collect();
-        let id = self.p.location.len() as u64 + 1;
-        self.p.location.push(Location {
-            id,
-            address: 0x1000 + id,
-            line,
-            ..Location::default()
-        });
-        self.locations.insert(frame.to_string(), id);
-        id
-    }
-
-    /// `values` per sample type.
-    fn sample(mut self, stack: &[&str], values: &[i64]) -> P {
-        let location_id = stack.iter().map(|f| self.location(f)).collect();
-        self.p.sample.push(Sample {
-            location_id,
-            value: values.to_vec(),
-            label: vec![],
-        });
-        self
-    }
-
-    /// A cpu sample of `ns` nanoseconds.
-    fn cpu_sample(self, stack: &[&str], ns: i64) -> P {
-        self.sample(stack, &[1, ns])
+        let frames: Vec<&[(&str, i64)]> = frames.iter().map(Vec::as_slice).collect();
+        self.frames(&frames, &[1, ns], &[])
     }
 
     fn window(self, seconds: f64, instances: usize) -> Window {
-        Window {
-            profile: self.p,
-            seconds,
-            instances,
-            label: String::new(),
-        }
+        window(self.build(), seconds, instances)
     }
 }
 
@@ -188,11 +117,11 @@ fn flat_and_cum() {
         ),
     ];
     for (what, samples, function, flat, cum) in cases {
-        let mut p = P::cpu();
+        let mut p = cpu();
         for (stack, v) in &samples {
             p = p.cpu_sample(stack, *v);
         }
-        let r = run(P::cpu().window(1.0, 1), p.window(1.0, 1));
+        let r = run(cpu().window(1.0, 1), p.window(1.0, 1));
         let row = r.row(function).unwrap_or_else(|| panic!("{what}: no row"));
         assert!(
             approx(row.flat_after, flat),
@@ -237,8 +166,8 @@ fn normalisation() {
         ("fractional seconds", (0.5, 1, 10), (1.5, 1, 30), 0.0),
     ];
     for (what, (bs, bi, bv), (as_, ai, av), pct) in cases {
-        let before = P::cpu().cpu_sample(&["a", "main"], bv).window(bs, bi);
-        let after = P::cpu().cpu_sample(&["a", "main"], av).window(as_, ai);
+        let before = cpu().cpu_sample(&["a", "main"], bv).window(bs, bi);
+        let after = cpu().cpu_sample(&["a", "main"], av).window(as_, ai);
         let r = run(before, after);
         let row = r.row("a").expect("row a");
         assert!(
@@ -262,14 +191,14 @@ fn normalisation() {
 
 #[test]
 fn rows_sorted_by_impact() {
-    let before = P::cpu()
+    let before = cpu()
         .cpu_sample(&["a", "main"], 100)
         .cpu_sample(&["b", "main"], 50)
         .cpu_sample(&["gone", "main"], 30)
         .cpu_sample(&["t1", "x", "main"], 10)
         .cpu_sample(&["t2", "main"], 10)
         .window(1.0, 1);
-    let after = P::cpu()
+    let after = cpu()
         .cpu_sample(&["a", "main"], 100)
         .cpu_sample(&["b", "main"], 10)
         .cpu_sample(&["c", "main"], 70)
@@ -294,12 +223,12 @@ fn rows_sorted_by_impact() {
 
 #[test]
 fn impact_is_the_larger_of_flat_and_cum_change() {
-    let before = P::cpu()
+    let before = cpu()
         .cpu_sample(&["p", "main"], 10)
         .cpu_sample(&["q", "main"], 10)
         .window(1.0, 1);
     // Both leaves grow by 5; q also gains 20 of cum as a caller, main 30 as everyone's.
-    let after = P::cpu()
+    let after = cpu()
         .cpu_sample(&["p", "main"], 15)
         .cpu_sample(&["q", "main"], 15)
         .cpu_sample(&["z", "q", "main"], 20)
@@ -318,9 +247,15 @@ fn sample_type_selection() {
         ("inuse_space", "bytes"),
     ];
     let profile = |default: Option<&str>| {
-        let mut p = P::new(&heap).sample(&["a", "main"], &[1, 2, 3, 4]);
+        let mut p = B::new(&heap).sample(&["a", "main"], &[1, 2, 3, 4]).build();
         if let Some(d) = default {
-            p.p.default_sample_type = p.s(d);
+            p.default_sample_type = match p.string_table.iter().position(|s| s == d) {
+                Some(i) => i as i64,
+                None => {
+                    p.string_table.push(d.to_owned());
+                    p.string_table.len() as i64 - 1
+                }
+            };
         }
         p
     };
@@ -370,8 +305,8 @@ fn sample_type_selection() {
             top: 10,
         };
         let r = diff(
-            &profile(default).window(1.0, 1),
-            &profile(default).window(1.0, 1),
+            &window(profile(default), 1.0, 1),
+            &window(profile(default), 1.0, 1),
             &opts,
         )
         .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -382,9 +317,9 @@ fn sample_type_selection() {
 
 #[test]
 fn sample_type_errors() {
-    let cpu = || P::cpu().cpu_sample(&["a"], 1).window(1.0, 1);
+    let cpu = || cpu().cpu_sample(&["a"], 1).window(1.0, 1);
     let heap = || {
-        P::new(&[("alloc_space", "bytes"), ("inuse_space", "bytes")])
+        B::new(&[("alloc_space", "bytes"), ("inuse_space", "bytes")])
             .sample(&["a"], &[1, 2])
             .window(1.0, 1)
     };
@@ -426,7 +361,7 @@ fn sample_type_errors() {
     };
     assert!(diff(&cpu(), &cpu(), &wrong_unit).is_err());
 
-    let empty = P::new(&[]).window(1.0, 1);
+    let empty = B::new(&[]).window(1.0, 1);
     let err = diff(&empty, &cpu(), &Options::default()).expect_err("no types");
     assert!(matches!(
         err,
@@ -436,7 +371,7 @@ fn sample_type_errors() {
 
 #[test]
 fn invalid_windows_and_malformed_profiles() {
-    let ok = || P::cpu().cpu_sample(&["a"], 1).window(1.0, 1);
+    let ok = || cpu().cpu_sample(&["a"], 1).window(1.0, 1);
     for (seconds, instances) in [
         (0.0, 1),
         (-1.0, 1),
@@ -444,7 +379,7 @@ fn invalid_windows_and_malformed_profiles() {
         (f64::INFINITY, 1),
         (1.0, 0),
     ] {
-        let bad = P::cpu().cpu_sample(&["a"], 1).window(seconds, instances);
+        let bad = cpu().cpu_sample(&["a"], 1).window(seconds, instances);
         let err = diff(&ok(), &bad, &Options::default()).expect_err("invalid");
         assert!(
             matches!(
@@ -457,26 +392,35 @@ fn invalid_windows_and_malformed_profiles() {
             "{seconds} {instances}: {err}"
         );
     }
-    let mut missing_location = P::cpu().cpu_sample(&["a"], 1);
-    missing_location.p.sample[0].location_id.push(999);
-    let err = diff(&missing_location.window(1.0, 1), &ok(), &Options::default())
-        .expect_err("missing location");
+    let mut missing_location = cpu().cpu_sample(&["a"], 1).build();
+    missing_location.sample[0].location_id.push(999);
+    let err = diff(
+        &window(missing_location, 1.0, 1),
+        &ok(),
+        &Options::default(),
+    )
+    .expect_err("missing location");
     assert!(err.to_string().contains("missing location 999"), "{err}");
 
-    let mut short = P::cpu().cpu_sample(&["a"], 1);
-    short.p.sample[0].value.truncate(1);
+    let mut short = cpu().cpu_sample(&["a"], 1).build();
+    short.sample[0].value.truncate(1);
     assert!(matches!(
-        diff(&ok(), &short.window(1.0, 1), &Options::default()),
+        diff(&ok(), &window(short, 1.0, 1), &Options::default()),
         Err(DiffError::Malformed {
             side: Side::After,
             ..
         })
     ));
 
-    let mut missing_function = P::cpu().cpu_sample(&["a"], 1);
-    missing_function.p.location[0].line[0].function_id = 5;
+    let mut missing_function = cpu().cpu_sample(&["a"], 1).build();
+    // The builder numbers functions 1, 4, 7…: there is no function 5.
+    missing_function.location[0].line[0].function_id = 5;
     assert!(matches!(
-        diff(&missing_function.window(1.0, 1), &ok(), &Options::default()),
+        diff(
+            &window(missing_function, 1.0, 1),
+            &ok(),
+            &Options::default()
+        ),
         Err(DiffError::Malformed {
             side: Side::Before,
             ..
@@ -486,18 +430,21 @@ fn invalid_windows_and_malformed_profiles() {
 
 #[test]
 fn unsymbolised_and_empty_stacks() {
-    let mut p = P::cpu().cpu_sample(&["a", "main"], 5).cpu_sample(&[], 7);
-    p.p.location.push(Location {
+    let mut p = cpu()
+        .cpu_sample(&["a", "main"], 5)
+        .cpu_sample(&[], 7)
+        .build();
+    p.location.push(Location {
         id: 50,
         address: 0xbeef,
         ..Location::default()
     });
-    p.p.sample.push(Sample {
+    p.sample.push(Sample {
         location_id: vec![50],
         value: vec![1, 3],
         label: vec![],
     });
-    let r = run(P::cpu().window(1.0, 1), p.window(1.0, 1));
+    let r = run(cpu().window(1.0, 1), window(p, 1.0, 1));
     assert_eq!(r.row("0xbeef").map(|r| r.flat_after), Some(3.0));
     assert_eq!(r.after.total, 15.0);
     let root = &r.tree.nodes[0];
@@ -509,11 +456,11 @@ fn unsymbolised_and_empty_stacks() {
 
 #[test]
 fn merged_tree() {
-    let before = P::cpu()
+    let before = cpu()
         .cpu_sample(&["b", "main"], 10)
         .cpu_sample(&["a", "main"], 30)
         .window(1.0, 1);
-    let after = P::cpu()
+    let after = cpu()
         .cpu_sample(&["a", "main"], 10)
         .cpu_sample(&["c", "b", "main"], 20)
         .cpu_sample(&["a", "a", "main"], 5)
@@ -602,12 +549,12 @@ fn humanised_units() {
 }
 
 fn sample_report() -> Report {
-    let mut before = P::cpu()
+    let mut before = cpu()
         .cpu_sample(&["main.alpha", "main.main"], 600_000_000)
         .cpu_sample(&["main.beta", "main.main"], 60_000_000)
         .window(60.0, 1);
     before.label = "before: 12:00..12:01".into();
-    let mut after = P::cpu()
+    let mut after = cpu()
         .cpu_sample(&["main.alpha", "main.main"], 120_000_000)
         .cpu_sample(&["main.beta", "main.main"], 360_000_000)
         .cpu_sample(
@@ -751,7 +698,7 @@ fn svg_rendering() {
     assert_eq!(svg::colour(1.0), "#ec1313");
     assert_eq!(svg::colour(-1.0), "#135bec");
     // Empty reports still render.
-    let empty = run(P::cpu().window(1.0, 1), P::cpu().window(1.0, 1));
+    let empty = run(cpu().window(1.0, 1), cpu().window(1.0, 1));
     assert!(empty.render_svg("x").ends_with("</svg>\n"));
     assert!(empty.render_table(5, 80).contains("FUNCTION"));
     assert!(empty.render_html("x").contains("<canvas"));
@@ -759,12 +706,12 @@ fn svg_rendering() {
 
 #[test]
 fn html_leaves_out_invisible_frames() {
-    let before = P::cpu()
+    let before = cpu()
         .cpu_sample(&["big", "main"], 10_000_000)
         .cpu_sample(&["tiny_leaf", "tiny", "main"], 1)
         .cpu_sample(&["after_tiny", "main"], 5_000_000)
         .window(1.0, 1);
-    let r = run(before, P::cpu().window(1.0, 1));
+    let r = run(before, cpu().window(1.0, 1));
     assert_eq!(r.tree.nodes.len(), 6);
     let html = r.render_html("x");
     let start = html.find("type=\"application/json\">").expect("data") + 24;

@@ -7,7 +7,8 @@
 //! * [`strconv`]: `strconv.FormatFloat`, with Go's shortest decimal (and its choice between
 //!   equally close candidates).
 //! * [`unicode`]: membership in Unicode ranges (Go's `unicode.Is`).
-//! * [`url`]: `url.QueryEscape` and `url.QueryUnescape`.
+//! * [`url`]: `url.QueryEscape`, `url.QueryUnescape` (lossy, and a strict variant), and
+//!   `url.ParseQuery(..).Get`.
 //!
 //! This is the bottom layer: it depends on no other module of the crate.
 

@@ -246,139 +246,30 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::pprof::proto::{Function, Line, Mapping};
+    use crate::pprof::proto::{Function, Mapping};
+    use crate::pprof::testutil::{B, start_line};
 
-    /// A frame: `(function, line)` pairs, inlined callee first.
-    type Frame = Vec<(&'static str, i64)>;
+    /// Every sample carries this label, so that tests see the output drop labels.
+    const THREAD: &[(&str, &str)] = &[("thread", "worker")];
 
-    /// Builds profiles from stacks of frames; equal frames share a location (with an address
-    /// of their own), equal function names a function whose start line is `start_line(name)`.
-    struct P {
-        p: Profile,
-        functions: HashMap<&'static str, u64>,
-        locations: HashMap<Frame, u64>,
+    /// A profile of `types` with `period` (type, unit, period) as Go writes one, with a
+    /// duration; ids far from 1..n, so renumbering is exercised. Samples are added with
+    /// [`B::frames`], which takes the lines from the test, and functions have
+    /// [`start_line`]s.
+    fn new(types: &[(&str, &str)], period: (&str, &str, i64)) -> B {
+        B::new(types)
+            .ids_from(100)
+            .period_type(period.0, period.1, period.2)
+            .time(1_700_000_000_000_000_000)
+            .duration(10_000_000_000)
     }
 
-    fn start_line(name: &str) -> i64 {
-        name.len() as i64 * 10
-    }
-
-    impl P {
-        fn new(types: &[(&str, &str)], period: (&str, &str, i64)) -> P {
-            let mut b = P {
-                p: Profile {
-                    string_table: vec![String::new()],
-                    ..Profile::default()
-                },
-                functions: HashMap::new(),
-                locations: HashMap::new(),
-            };
-            for (ty, unit) in types {
-                let vt = ValueType {
-                    r#type: b.s(ty),
-                    unit: b.s(unit),
-                };
-                b.p.sample_type.push(vt);
-            }
-            b.p.period_type = Some(ValueType {
-                r#type: b.s(period.0),
-                unit: b.s(period.1),
-            });
-            b.p.period = period.2;
-            b.p.time_nanos = 1_700_000_000_000_000_000;
-            b.p.duration_nanos = 10_000_000_000;
-            let filename = b.s("/bin/app");
-            b.p.mapping.push(Mapping {
-                id: 1,
-                memory_start: 0x40_0000,
-                memory_limit: 0x80_0000,
-                filename,
-                has_functions: true,
-                has_filenames: true,
-                has_line_numbers: true,
-                has_inline_frames: true,
-                ..Mapping::default()
-            });
-            b
-        }
-
-        fn cpu() -> P {
-            P::new(
-                &[("samples", "count"), ("cpu", "nanoseconds")],
-                ("cpu", "nanoseconds", 10_000_000),
-            )
-        }
-
-        fn s(&mut self, s: &str) -> i64 {
-            if let Some(i) = self.p.string_table.iter().position(|x| x == s) {
-                return i as i64;
-            }
-            self.p.string_table.push(s.to_owned());
-            self.p.string_table.len() as i64 - 1
-        }
-
-        fn function(&mut self, name: &'static str) -> u64 {
-            if let Some(&id) = self.functions.get(name) {
-                return id;
-            }
-            // Ids far from 1..n, so renumbering is exercised.
-            let id = 100 + self.p.function.len() as u64 * 7;
-            let (n, f) = (self.s(name), self.s(&format!("{name}.go")));
-            self.p.function.push(Function {
-                id,
-                name: n,
-                system_name: n,
-                filename: f,
-                start_line: start_line(name),
-            });
-            self.functions.insert(name, id);
-            id
-        }
-
-        fn location(&mut self, frame: &Frame) -> u64 {
-            if let Some(&id) = self.locations.get(frame) {
-                return id;
-            }
-            let line = frame
-                .iter()
-                .map(|&(name, line)| Line {
-                    function_id: self.function(name),
-                    line,
-                    column: 3,
-                })
-                .collect();
-            let id = 500 + self.p.location.len() as u64 * 3;
-            self.p.location.push(Location {
-                id,
-                mapping_id: 1,
-                address: 0x40_1000 + self.p.location.len() as u64 * 0x10,
-                line,
-                is_folded: false,
-            });
-            self.locations.insert(frame.clone(), id);
-            id
-        }
-
-        /// `stack`: frames leaf first; a frame of one line can be written `&[("f", 12)]`.
-        fn sample(mut self, stack: &[&[(&'static str, i64)]], values: &[i64]) -> P {
-            let location_id = stack.iter().map(|f| self.location(&f.to_vec())).collect();
-            let key = self.s("thread");
-            let str = self.s("worker");
-            self.p.sample.push(Sample {
-                location_id,
-                value: values.to_vec(),
-                label: vec![crate::pprof::proto::Label {
-                    key,
-                    str,
-                    ..Default::default()
-                }],
-            });
-            self
-        }
-
-        fn build(self) -> Profile {
-            self.p
-        }
+    /// A Go CPU profile's types and period.
+    fn cpu() -> B {
+        new(
+            &[("samples", "count"), ("cpu", "nanoseconds")],
+            ("cpu", "nanoseconds", 10_000_000),
+        )
     }
 
     fn name(p: &Profile, i: i64) -> String {
@@ -452,8 +343,8 @@ mod tests {
 
     #[test]
     fn stacks_are_cut_to_the_leaf_most_frames() {
-        let p = P::cpu()
-            .sample(
+        let p = cpu()
+            .frames(
                 &[
                     &[("a", 1)],
                     &[("b", 2)],
@@ -462,13 +353,15 @@ mod tests {
                     &[("main", 5)],
                 ],
                 &[1, 10],
+                THREAD,
             )
             // Same three leaf frames, another root: merges once cut to 3.
-            .sample(
+            .frames(
                 &[&[("a", 1)], &[("b", 2)], &[("c", 3)], &[("other", 9)]],
                 &[2, 20],
+                THREAD,
             )
-            .sample(&[&[("x", 7)], &[("main", 5)]], &[4, 40])
+            .frames(&[&[("x", 7)], &[("main", 5)]], &[4, 40], THREAD)
             .build();
         let cases: Vec<(usize, Stacks)> = vec![
             (
@@ -515,19 +408,22 @@ mod tests {
     fn callee_aggregation_merges_lines_inside_the_leaf_only() {
         // `leaf` sampled at two lines under the same caller; `mid` is a leaf in one sample and
         // the caller of `leaf` in the others.
-        let p = P::cpu()
-            .sample(
+        let p = cpu()
+            .frames(
                 &[&[("leaf", 11)], &[("mid", 20)], &[("main", 30)]],
                 &[1, 100],
+                THREAD,
             )
-            .sample(
+            .frames(
                 &[&[("leaf", 12)], &[("mid", 20)], &[("main", 30)]],
                 &[2, 200],
+                THREAD,
             )
-            .sample(&[&[("mid", 20)], &[("main", 30)]], &[4, 400])
-            .sample(
+            .frames(&[&[("mid", 20)], &[("main", 30)]], &[4, 400], THREAD)
+            .frames(
                 &[&[("leaf", 11)], &[("mid", 21)], &[("main", 30)]],
                 &[8, 800],
+                THREAD,
             )
             .build();
         let cases: Vec<(bool, Stacks)> = vec![
@@ -579,9 +475,17 @@ mod tests {
     #[test]
     fn inlined_frames_and_start_lines_survive() {
         // `inl` inlined into `outer` at line 40; the leaf location carries both lines.
-        let p = P::cpu()
-            .sample(&[&[("inl", 7), ("outer", 40)], &[("main", 3)]], &[1, 5])
-            .sample(&[&[("inl", 8), ("outer", 40)], &[("main", 3)]], &[1, 6])
+        let p = cpu()
+            .frames(
+                &[&[("inl", 7), ("outer", 40)], &[("main", 3)]],
+                &[1, 5],
+                THREAD,
+            )
+            .frames(
+                &[&[("inl", 8), ("outer", 40)], &[("main", 3)]],
+                &[1, 6],
+                THREAD,
+            )
             .build();
         for aggregate in [false, true] {
             let opts = PgoOptions {
@@ -673,8 +577,8 @@ mod tests {
         ];
         for c in cases {
             let values: Vec<i64> = (1..=c.types.len() as i64).collect();
-            let p = P::new(c.types, c.period)
-                .sample(&[&[("f", 1)], &[("main", 2)]], &values)
+            let p = new(c.types, c.period)
+                .frames(&[&[("f", 1)], &[("main", 2)]], &values, THREAD)
                 .build();
             let result = to_pgo(&p, &PgoOptions::default());
             let Some((kept, period_type, period)) = c.want else {
@@ -708,8 +612,8 @@ mod tests {
 
     #[test]
     fn flat_totals_per_function_are_kept() {
-        let p = P::cpu()
-            .sample(
+        let p = cpu()
+            .frames(
                 &[
                     &[("spinA", 10)],
                     &[("loopA", 20)],
@@ -720,21 +624,24 @@ mod tests {
                     &[("main", 70)],
                 ],
                 &[3, 30],
+                THREAD,
             )
-            .sample(&[&[("spinA", 11)], &[("main", 71)]], &[1, 10])
-            .sample(
+            .frames(&[&[("spinA", 11)], &[("main", 71)]], &[1, 10], THREAD)
+            .frames(
                 &[
                     &[("inl", 5), ("spinB", 12)],
                     &[("loopB", 21)],
                     &[("main", 72)],
                 ],
                 &[2, 20],
+                THREAD,
             )
-            .sample(
+            .frames(
                 &[&[("spinB", 13)], &[("spinA", 14)], &[("main", 73)]],
                 &[7, 70],
+                THREAD,
             )
-            .sample(&[&[("main", 75)]], &[1, 9])
+            .frames(&[&[("main", 75)]], &[1, 9], THREAD)
             .build();
         let want = flat(&p, 1);
         let inputs_total: i64 = want.values().sum();
@@ -754,33 +661,34 @@ mod tests {
 
     #[test]
     fn output_is_valid_compact_and_label_free() {
-        let mut b = P::cpu()
-            .sample(&[&[("a", 1)], &[("b", 2)], &[("c", 3)]], &[1, 10])
-            .sample(&[&[("d", 1)], &[("e", 2)]], &[0, 0]);
+        let mut p = cpu()
+            .frames(&[&[("a", 1)], &[("b", 2)], &[("c", 3)]], &[1, 10], THREAD)
+            .frames(&[&[("d", 1)], &[("e", 2)]], &[0, 0], THREAD)
+            .build();
         // A sample without locations counts in the input total only.
-        b.p.sample.push(Sample {
+        p.sample.push(Sample {
             location_id: vec![],
             value: vec![1, 5],
             label: vec![],
         });
         // An unused function, location, mapping and string.
-        let unused = b.s("unused");
-        b.p.function.push(Function {
+        let unused = p.string_table.len() as i64;
+        p.string_table.push("unused".to_owned());
+        p.function.push(Function {
             id: 9999,
             name: unused,
             ..Function::default()
         });
-        b.p.location.push(Location {
+        p.location.push(Location {
             id: 9999,
             mapping_id: 2,
             ..Location::default()
         });
-        b.p.mapping.push(Mapping {
+        p.mapping.push(Mapping {
             id: 2,
             filename: unused,
             ..Mapping::default()
         });
-        let p = b.build();
         let (out, summary) = to_pgo(&p, &PgoOptions::default()).expect("pgo");
         validate(&out).expect("valid");
         let bytes = crate::pprof::encode(&out, 6);
@@ -802,14 +710,14 @@ mod tests {
 
     #[test]
     fn empty_and_unsymbolized_profiles() {
-        let empty = P::cpu().build();
+        let empty = cpu().build();
         let (out, summary) = to_pgo(&empty, &PgoOptions::default()).expect("empty");
         assert!(out.sample.is_empty());
         assert_eq!(summary.total, 0);
         assert_eq!(summary.sample_type, ("cpu".into(), "nanoseconds".into()));
 
         // Locations without lines keep their addresses and are never zeroed.
-        let mut p = P::cpu().build();
+        let mut p = cpu().build();
         for (id, address) in [(1u64, 0x40_1000u64), (2, 0x40_2000)] {
             p.location.push(Location {
                 id,
@@ -828,7 +736,7 @@ mod tests {
         addresses.sort();
         assert_eq!(addresses, [0x40_1000, 0x40_2000]);
 
-        let mut invalid = P::cpu().build();
+        let mut invalid = cpu().build();
         invalid.string_table.clear();
         assert!(to_pgo(&invalid, &PgoOptions::default()).is_err());
     }

@@ -224,51 +224,24 @@ pub(crate) fn count_samples(mut buf: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
+    use crate::pprof::proto::Profile;
+    use crate::pprof::testutil::B;
 
     /// A CPU-like profile with `n` distinct stacks; sample i has value i+1 (sample 0 is zero
     /// when `zero_first`).
     fn profile(n: usize, zero_first: bool) -> Profile {
-        let mut strings = vec![String::new(), "samples".into(), "count".into()];
-        let mut function = Vec::new();
-        let mut location = Vec::new();
-        let mut sample = Vec::new();
-        for i in 0..n {
-            strings.push(format!("function_number_{i}"));
-            let id = i as u64 + 1;
-            function.push(Function {
-                id,
-                name: strings.len() as i64 - 1,
-                ..Default::default()
-            });
-            location.push(Location {
-                id,
-                line: vec![Line {
-                    function_id: id,
-                    line: 1,
-                    column: 0,
-                }],
-                ..Default::default()
-            });
-            let v = if zero_first && i == 0 {
-                0
-            } else {
-                i as i64 + 1
-            };
-            sample.push(Sample {
-                location_id: vec![id],
-                value: vec![v],
-                label: Vec::new(),
-            });
-        }
-        Profile {
-            sample_type: vec![ValueType { r#type: 1, unit: 2 }],
-            sample,
-            location,
-            function,
-            string_table: strings,
-            ..Default::default()
-        }
+        // Location ids count down from `base * 7 + 1000`: room for every stack.
+        let b = B::new(&[("samples", "count")]).ids_from(n as u64 / 7 + 1);
+        (0..n)
+            .fold(b, |b, i| {
+                let v = if zero_first && i == 0 {
+                    0
+                } else {
+                    i as i64 + 1
+                };
+                b.sample(&[format!("function_number_{i}").as_str()], &[v])
+            })
+            .build()
     }
 
     #[test]

@@ -332,9 +332,9 @@ mod tests {
     use super::*;
     use crate::components::discovery::kubernetes::testutil::{
         Labels, TEST_NS_LABELS, add_namespace, add_node, add_service, assert_targets, expect, got,
-        obj, slimmed, with_pods,
+        obj, slimmed, test_service, testpod_labels, two_container_pod, with_pods,
     };
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     /// endpoints_test.go `makeEndpoints(namespace)`.
     fn make_endpoints(ns: &str) -> Endpoints {
@@ -433,52 +433,6 @@ mod tests {
     ];
 
     /// endpoints_test.go's service with `app/name: test`.
-    fn test_service() -> Value {
-        json!({
-            "metadata": {
-                "name": "testendpoints",
-                "namespace": "default",
-                "labels": { "app/name": "test" },
-            }
-        })
-    }
-
-    /// `TestEndpointsDiscoveryAdd`'s pod.
-    fn two_container_pod() -> Value {
-        json!({
-            "metadata": { "name": "testpod", "namespace": "default", "uid": "deadbeef" },
-            "spec": {
-                "nodeName": "testnode",
-                "containers": [
-                    {
-                        "name": "c1",
-                        "image": "c1:latest",
-                        "ports": [{ "name": "mainport", "containerPort": 9000, "protocol": "TCP" }],
-                    },
-                    {
-                        "name": "c2",
-                        "image": "c2:latest",
-                        "ports": [{ "name": "sideport", "containerPort": 9001, "protocol": "TCP" }],
-                    },
-                ],
-            },
-            "status": { "hostIP": "2.3.4.5", "podIP": "1.2.3.4" },
-        })
-    }
-
-    /// The pod labels of `testpod` in Prometheus' tests (no phase, no Ready condition).
-    fn testpod_labels(ip: &str) -> Vec<(&str, &str)> {
-        vec![
-            ("__meta_kubernetes_pod_name", "testpod"),
-            ("__meta_kubernetes_pod_ip", ip),
-            ("__meta_kubernetes_pod_ready", "unknown"),
-            ("__meta_kubernetes_pod_phase", ""),
-            ("__meta_kubernetes_pod_node_name", "testnode"),
-            ("__meta_kubernetes_pod_host_ip", "2.3.4.5"),
-            ("__meta_kubernetes_pod_uid", "deadbeef"),
-        ]
-    }
-
     struct Case {
         name: &'static str,
         ep: Endpoints,
@@ -511,7 +465,7 @@ mod tests {
 
         // TestEndpointsDiscoveryWithService.
         let mut caches = Caches::default();
-        add_service(&mut caches, test_service());
+        add_service(&mut caches, test_service("testendpoints"));
         cases.push(Case {
             name: "service labels",
             ep: make_endpoints("default"),
@@ -527,7 +481,7 @@ mod tests {
         // TestEndpointsDiscoveryWithNodeMetadata: nodeName for the first address, the Node
         // target reference for the last.
         let mut caches = Caches::default();
-        add_service(&mut caches, test_service());
+        add_service(&mut caches, test_service("testendpoints"));
         add_node(&mut caches, "foobar", "us-east1");
         add_node(&mut caches, "barbaz", "us-west2");
         cases.push(Case {

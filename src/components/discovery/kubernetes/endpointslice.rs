@@ -218,6 +218,7 @@ mod tests {
     use super::*;
     use crate::components::discovery::kubernetes::testutil::{
         Labels, add_node, add_pod, add_service, assert_targets, expect, got, key, obj, slimmed,
+        test_service, testpod_labels, two_container_pod,
     };
     use k8s_openapi::api::core::v1::Namespace;
     use serde_json::{Value, json};
@@ -413,48 +414,6 @@ mod tests {
         ("__meta_kubernetes_service_labelpresent_app_name", "true"),
         ("__meta_kubernetes_service_name", "testendpoints"),
     ];
-
-    fn test_service(name: &str) -> Value {
-        json!({
-            "metadata": { "name": name, "namespace": "default", "labels": { "app/name": "test" } }
-        })
-    }
-
-    /// `TestEndpointSliceDiscoveryAdd`'s pod.
-    fn two_container_pod() -> Value {
-        json!({
-            "metadata": { "name": "testpod", "namespace": "default", "uid": "deadbeef" },
-            "spec": {
-                "nodeName": "testnode",
-                "containers": [
-                    {
-                        "name": "c1",
-                        "image": "c1:latest",
-                        "ports": [{ "name": "mainport", "containerPort": 9000, "protocol": "TCP" }],
-                    },
-                    {
-                        "name": "c2",
-                        "image": "c2:latest",
-                        "ports": [{ "name": "sideport", "containerPort": 9001, "protocol": "TCP" }],
-                    },
-                ],
-            },
-            "status": { "hostIP": "2.3.4.5", "podIP": "1.2.3.4" },
-        })
-    }
-
-    /// The pod labels of `testpod` in Prometheus' tests (no phase, no Ready condition).
-    fn testpod_labels(ip: &str) -> Vec<(&str, &str)> {
-        vec![
-            ("__meta_kubernetes_pod_name", "testpod"),
-            ("__meta_kubernetes_pod_ip", ip),
-            ("__meta_kubernetes_pod_ready", "unknown"),
-            ("__meta_kubernetes_pod_phase", ""),
-            ("__meta_kubernetes_pod_node_name", "testnode"),
-            ("__meta_kubernetes_pod_host_ip", "2.3.4.5"),
-            ("__meta_kubernetes_pod_uid", "deadbeef"),
-        ]
-    }
 
     /// endpointslice_test.go `makeDualStackService`.
     fn dual_stack_service(policy: &str, families: &[&str]) -> Value {

@@ -48,12 +48,7 @@ pub fn add_pod(c: &mut Caches, v: Value) {
 pub fn with_pods(pods: Vec<Value>) -> Caches {
     let mut c = Caches::default();
     for p in pods {
-        let p: Pod = obj(p);
-        let k = key(
-            p.metadata.namespace.as_deref().unwrap_or(""),
-            p.metadata.name.as_deref().unwrap_or(""),
-        );
-        c.pods.insert(k, p);
+        add_pod(&mut c, p);
     }
     c
 }
@@ -65,6 +60,51 @@ pub fn add_service(c: &mut Caches, v: Value) {
         s.metadata.name.as_deref().unwrap_or(""),
     );
     c.services.insert(k, s);
+}
+
+/// The `default/<name>` service the endpoints and endpoint slice tests attach, as Prometheus'
+/// tests create it.
+pub fn test_service(name: &str) -> Value {
+    json!({
+        "metadata": { "name": name, "namespace": "default", "labels": { "app/name": "test" } }
+    })
+}
+
+/// `TestEndpointsDiscoveryAdd`'s pod, also `TestEndpointSliceDiscoveryAdd`'s.
+pub fn two_container_pod() -> Value {
+    json!({
+        "metadata": { "name": "testpod", "namespace": "default", "uid": "deadbeef" },
+        "spec": {
+            "nodeName": "testnode",
+            "containers": [
+                {
+                    "name": "c1",
+                    "image": "c1:latest",
+                    "ports": [{ "name": "mainport", "containerPort": 9000, "protocol": "TCP" }],
+                },
+                {
+                    "name": "c2",
+                    "image": "c2:latest",
+                    "ports": [{ "name": "sideport", "containerPort": 9001, "protocol": "TCP" }],
+                },
+            ],
+        },
+        "status": { "hostIP": "2.3.4.5", "podIP": "1.2.3.4" },
+    })
+}
+
+/// The pod labels of [`two_container_pod`] in Prometheus' tests (no phase, no Ready
+/// condition), with the pod IP the test gives.
+pub fn testpod_labels(ip: &str) -> Vec<(&str, &str)> {
+    vec![
+        ("__meta_kubernetes_pod_name", "testpod"),
+        ("__meta_kubernetes_pod_ip", ip),
+        ("__meta_kubernetes_pod_ready", "unknown"),
+        ("__meta_kubernetes_pod_phase", ""),
+        ("__meta_kubernetes_pod_node_name", "testnode"),
+        ("__meta_kubernetes_pod_host_ip", "2.3.4.5"),
+        ("__meta_kubernetes_pod_uid", "deadbeef"),
+    ]
 }
 
 /// Prometheus' `makeNode(name, "", "", {"az": az}, nil, nil)`.

@@ -32,6 +32,7 @@ use super::convert::{self, ConvertError, Converted, DisplayNames, PprofMeta};
 use super::folded::{self, FoldedError};
 use super::labelset::{self, LabelSet, LabelSetError};
 use super::multipart::{self, MultipartError};
+use crate::gocompat::url;
 use crate::pprof::Limits;
 
 /// Pyroscope's default `sampleRate`.
@@ -153,7 +154,7 @@ pub struct Params {
 
 /// Parses the query string (`parseInputMetadataFromRequest`).
 pub fn parse_params(query: &str, now_nanos: i64) -> Result<Params, IngestError> {
-    let get = |k: &str| labelset::query_get(query, k).unwrap_or_default();
+    let get = |k: &str| url::query_get(query, k).unwrap_or_default();
     let labelset = labelset::parse(&get("name"))?;
     let time = |k: &str| match get(k) {
         s if s.is_empty() => now_nanos,

@@ -1,6 +1,7 @@
 //! The legacy `/ingest` API's query vocabulary, as Pyroscope parses it: the `name` label set
-//! (`app.cpu{env=prod,region=eu}`, Pyroscope's `api/model/labelset`), the `from`/`until`
-//! times (`pkg/og/util/attime`), and URL query strings (Go's `url.ParseQuery`).
+//! (`app.cpu{env=prod,region=eu}`, Pyroscope's `api/model/labelset`) and the `from`/`until`
+//! times (`pkg/og/util/attime`). The query string itself is read as Go reads it, with
+//! `gocompat::url::query_get`.
 //!
 //! Quirks kept on purpose, because SDKs rely on what the server accepts:
 //! * the app name is trimmed and may contain `[A-Za-z0-9_./-]`; label keys `[A-Za-z0-9_.]`;
@@ -164,52 +165,6 @@ pub fn parse(name: &str) -> Result<LabelSet, LabelSetError> {
         }
     }
     Ok(set)
-}
-
-/// Go's `url.ParseQuery` as `r.URL.Query().Get` sees it: the first value of each key; pairs
-/// containing `;` or a bad escape are skipped, `+` is a space.
-pub fn query_get(query: &str, key: &str) -> Option<String> {
-    for pair in query.split('&') {
-        if pair.is_empty() || pair.contains(';') {
-            continue;
-        }
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let Some(k) = unescape(k) else { continue };
-        if k != key {
-            continue;
-        }
-        if let Some(v) = unescape(v) {
-            return Some(v);
-        }
-    }
-    None
-}
-
-/// `url.QueryUnescape`: `%XX` escapes and `+` for space; `None` for a malformed escape or
-/// bytes that are not UTF-8.
-fn unescape(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hi = b.get(i + 1).and_then(|c| (*c as char).to_digit(16))?;
-                let lo = b.get(i + 2).and_then(|c| (*c as char).to_digit(16))?;
-                out.push((hi * 16 + lo) as u8);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 const NANOS_PER_SEC: i64 = 1_000_000_000;
@@ -401,23 +356,6 @@ mod tests {
         let got: Vec<_> = set.ingestible().collect();
         assert_eq!(got, [("__session_id__", "abc"), ("env", "prod")]);
         assert_eq!(set.app(), "app");
-    }
-
-    #[test]
-    fn queries_decode_like_go() {
-        let q = "name=app.cpu%7Benv%3Dprod%7D&from=1&from=2&x=a+b&bad=%zz&semi=1;2&spyName=";
-        assert_eq!(query_get(q, "name").as_deref(), Some("app.cpu{env=prod}"));
-        assert_eq!(query_get(q, "from").as_deref(), Some("1"));
-        assert_eq!(query_get(q, "x").as_deref(), Some("a b"));
-        assert_eq!(query_get(q, "bad"), None);
-        assert_eq!(query_get(q, "semi"), None);
-        assert_eq!(query_get(q, "spyName").as_deref(), Some(""));
-        assert_eq!(query_get(q, "missing"), None);
-        assert_eq!(
-            query_get("name=app{env=prod,region=eu}", "name").as_deref(),
-            Some("app{env=prod,region=eu}")
-        );
-        assert_eq!(query_get("", "name"), None);
     }
 
     #[test]

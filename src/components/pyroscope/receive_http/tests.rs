@@ -585,7 +585,7 @@ proptest::proptest! {
         let text = String::from_utf8_lossy(&data);
         let _ = labelset::parse(&text);
         let _ = labelset::parse_time(&text, 0);
-        let _ = labelset::query_get(&text, "name");
+        let _ = crate::gocompat::url::query_get(&text, "name");
         let _ = ingest::parse_params(&text, 0);
         let _ = multipart::parse_media_type(&text);
         let _ = multipart::parse(&data, "x");

@@ -280,54 +280,17 @@ fn invalid(e: PprofError) -> ScrapeError {
 
 #[cfg(test)]
 mod tests {
-    use prost::Message as _;
-
     use super::*;
-    use crate::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
+    use crate::pprof::testutil::B;
     use crate::pprof::{Limits, decode, gzip};
 
-    /// A mutex-like profile: one stack per (function, contentions, delay).
+    /// A mutex-like profile, gzipped: one stack per (function, contentions, delay).
     fn profile(stacks: &[(&str, i64, i64)]) -> Vec<u8> {
-        let mut strings = vec![
-            String::new(),
-            "contentions".into(),
-            "count".into(),
-            "delay".into(),
-            "nanoseconds".into(),
-        ];
-        let mut p = Profile {
-            sample_type: vec![
-                ValueType { r#type: 1, unit: 2 },
-                ValueType { r#type: 3, unit: 4 },
-            ],
-            time_nanos: 1,
-            ..Default::default()
-        };
-        for (i, (name, c, d)) in stacks.iter().enumerate() {
-            let id = i as u64 + 1;
-            strings.push((*name).to_string());
-            p.function.push(Function {
-                id,
-                name: strings.len() as i64 - 1,
-                ..Default::default()
-            });
-            p.location.push(Location {
-                id,
-                line: vec![Line {
-                    function_id: id,
-                    line: 1,
-                    column: 0,
-                }],
-                ..Default::default()
-            });
-            p.sample.push(Sample {
-                location_id: vec![id],
-                value: vec![*c, *d],
-                label: vec![],
-            });
-        }
-        p.string_table = strings;
-        gzip(&p.encode_to_vec(), 1)
+        let b = B::new(&[("contentions", "count"), ("delay", "nanoseconds")]);
+        let b = stacks
+            .iter()
+            .fold(b, |b, &(name, c, d)| b.sample(&[name], &[c, d]));
+        gzip(&b.raw(), 1)
     }
 
     fn values(raw: &[u8]) -> Vec<Vec<i64>> {
