@@ -1,7 +1,7 @@
 //! `scraper::gocompat` against Go itself: `tests/go/gocompat` (built with Debian's Go) prints
 //! `unicode.IsPrint` for every code point and quotes and escapes the strings we send it with
 //! `strconv.Quote`, `strconv.QuoteToASCII`, `url.QueryEscape` and `url.QueryUnescape`; ours must
-//! give the same bytes.
+//! give the same bytes; and Go's `time` (duration text both ways, RFC 3339 timestamps).
 //!
 //! Code points that this Go's Unicode tables leave unassigned are not compared: their
 //! printability depends on the Unicode version (Go 1.19 has Unicode 13, our tables are newer).
@@ -237,6 +237,125 @@ fn float_formatting_matches_strconv() {
         "{} of {} differ, first:\n{}",
         differ.len(),
         cases.len(),
+        differ[..differ.len().min(20)].join("\n")
+    );
+}
+
+/// `time.Duration.String()`, `time.ParseDuration` (values and error messages) and RFC 3339
+/// formatting: `gocompat::time` against Go's `time`.
+#[test]
+fn durations_and_timestamps_match_go_time() {
+    if !have_go() {
+        return;
+    }
+    let go = build_go("gocompat");
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    };
+    let mut nanos: Vec<i64> = vec![0, 1, 999, 1_000, 1_500, 999_999, 1_000_000, 1_000_000_000];
+    nanos.extend([60_000_000_000, 3_600_000_000_000, i64::MAX]);
+    for _ in 0..3000 {
+        // Every magnitude: a random value shifted down by a random amount.
+        let v = next();
+        nanos.push((v >> (v % 63)) as i64 & i64::MAX);
+    }
+    let mut texts: Vec<String> = [
+        "0",
+        "1s",
+        "1.5s",
+        "-1.5s",
+        "+2m",
+        "1h2m3.004005006s",
+        "500ms",
+        "1us",
+        "1\u{b5}s",
+        "1\u{3bc}s",
+        ".5s",
+        "5.s",
+        "1e3s",
+        "",
+        "s",
+        "1",
+        "1x",
+        "-",
+        "1h-2m",
+        "9223372036854775807ns",
+        "9223372036854775808ns",
+        "2562047h47m16.854775807s",
+        "2562048h",
+        "0.000000001s",
+        "0.0000000001s",
+        "1.0000000001s",
+        "3m3m",
+        "\u{3b1}",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    texts.extend(nanos.iter().take(500).map(|n| {
+        scraper::gocompat::time::format_go_duration(std::time::Duration::from_nanos(*n as u64))
+    }));
+    // Timestamps from 1970 to well past 2100, at every precision.
+    let stamps: Vec<i64> = (0..2000)
+        .map(|_| (next() % 5_000_000_000_000_000_000) as i64)
+        .chain([0, 1, 999_999_999, 1_000_000_000, 951_782_400_000_000_000])
+        .collect();
+
+    let mut lines = String::new();
+    for n in &nanos {
+        lines.push_str(&format!("S {n}\n"));
+    }
+    for t in &texts {
+        lines.push_str(&format!("P {t}\n"));
+    }
+    for t in &stamps {
+        lines.push_str(&format!("T {t}\nM {t}\n"));
+    }
+    let mut child = Command::new(&go.bin)
+        .arg("time")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run gocompat time");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
+    let out = child.wait_with_output().expect("gocompat time output");
+    writer.join().expect("writer thread").expect("write inputs");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let mut answers = text.lines();
+    let mut differ = Vec::new();
+    let mut check = |what: String, ours: String| {
+        let go = answers.next().unwrap_or("<missing>").to_string();
+        if go != ours {
+            differ.push(format!("{what}: go {go:?} ours {ours:?}"));
+        }
+    };
+    use scraper::gocompat::time as t;
+    for n in &nanos {
+        let ours = t::format_go_duration(std::time::Duration::from_nanos(*n as u64));
+        check(format!("String({n})"), ours);
+    }
+    for s in &texts {
+        let ours = match t::parse_go_duration_nanos(s) {
+            Ok(n) => n.to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        check(format!("ParseDuration({s:?})"), ours);
+    }
+    for n in &stamps {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(*n as u64);
+        check(format!("RFC3339Nano({n})"), t::rfc3339_nanos(at));
+        check(format!("millis({n})"), t::rfc3339_millis(at));
+    }
+    assert!(
+        differ.is_empty(),
+        "{} differences, first:\n{}",
+        differ.len(),
         differ[..differ.len().min(20)].join("\n")
     );
 }

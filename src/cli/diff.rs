@@ -12,9 +12,9 @@ use clap::Args;
 
 use super::source::{QueryArgs, SourceArgs, fetch};
 use crate::diff::{Options, Window};
+use crate::gocompat::time::rfc3339_millis;
 use crate::query::source::{Merged, ProfileSource, Query};
 use crate::query::time::{parse_range, parse_span};
-use crate::runtime::timefmt::rfc3339_millis;
 
 #[derive(Debug, Args)]
 pub(crate) struct DiffCmd {

@@ -134,8 +134,8 @@ pub(crate) fn fetch(
             "no {} profiles match {} in {what} ({}..{})",
             query.profile_type.name,
             query.selector,
-            crate::runtime::timefmt::rfc3339_millis(query.from),
-            crate::runtime::timefmt::rfc3339_millis(query.to),
+            crate::gocompat::time::rfc3339_millis(query.from),
+            crate::gocompat::time::rfc3339_millis(query.to),
         )
     })
 }

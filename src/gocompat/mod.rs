@@ -14,6 +14,7 @@
 
 pub mod quote;
 pub mod strconv;
+pub mod time;
 pub mod unicode;
 pub mod url;
 

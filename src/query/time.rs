@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::runtime::timefmt::parse_rfc3339;
+use crate::gocompat::time::parse_rfc3339;
 
 /// Parses one time relative to `now`.
 pub fn parse_time(s: &str, now: SystemTime) -> Result<SystemTime, String> {

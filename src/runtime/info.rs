@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::health::{Health, HealthState};
-use super::timefmt::rfc3339_nanos;
+use crate::gocompat::time::rfc3339_nanos;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct ComponentInfo {

@@ -11,7 +11,7 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
-use super::timefmt::rfc3339_millis;
+use crate::gocompat::time::rfc3339_millis;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Logfmt;

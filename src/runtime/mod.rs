@@ -22,7 +22,6 @@ pub mod registry;
 pub mod services;
 pub mod size;
 pub mod task;
-pub mod timefmt;
 
 pub use check::check;
 pub use component::{BoxError, Component, ComponentOptions, ExportsHandle};

@@ -28,7 +28,7 @@ pub(super) async fn create(
     }
     let at = match req.at.as_deref() {
         None => SystemTime::now(),
-        Some(s) => match crate::runtime::timefmt::parse_rfc3339(s) {
+        Some(s) => match crate::gocompat::time::parse_rfc3339(s) {
             Some(t) => t,
             None => {
                 return error(
@@ -57,7 +57,7 @@ pub(super) async fn create(
         StatusCode::OK,
         Json(serde_json::json!({
             "name": name,
-            "at": crate::runtime::timefmt::rfc3339_millis(at),
+            "at": crate::gocompat::time::rfc3339_millis(at),
             "stores": recorded,
         })),
     )

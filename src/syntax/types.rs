@@ -17,6 +17,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::gocompat::time::{DurationError, format_go_duration, parse_go_duration_nanos};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -415,135 +416,6 @@ impl std::ops::Deref for Duration {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DurationError {
-    #[error("time: invalid duration {0:?}")]
-    Invalid(String),
-    #[error("time: missing unit in duration {0:?}")]
-    MissingUnit(String),
-    #[error("time: unknown unit {unit:?} in duration {input:?}")]
-    UnknownUnit { unit: String, input: String },
-    #[error("negative duration {0:?} is not allowed")]
-    Negative(String),
-}
-
-/// Go's `time.ParseDuration`, returning nanoseconds (which may be negative).
-pub fn parse_go_duration_nanos(input: &str) -> Result<i64, DurationError> {
-    let invalid = || DurationError::Invalid(input.to_string());
-    let mut s = input;
-    let mut neg = false;
-    if let Some(c) = s.chars().next()
-        && (c == '-' || c == '+')
-    {
-        neg = c == '-';
-        s = &s[1..];
-    }
-    if s == "0" {
-        return Ok(0);
-    }
-    if s.is_empty() {
-        return Err(invalid());
-    }
-    let mut total: u64 = 0;
-    while !s.is_empty() {
-        // The next character must be [0-9.].
-        let b = s.as_bytes()[0];
-        if !(b == b'.' || b.is_ascii_digit()) {
-            return Err(invalid());
-        }
-        // Integer part.
-        let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
-        let pre = int_len > 0;
-        let mut v: u64 = 0;
-        for d in s[..int_len].bytes() {
-            v = v
-                .checked_mul(10)
-                .and_then(|v| v.checked_add(u64::from(d - b'0')))
-                .filter(|v| *v <= 1 << 63)
-                .ok_or_else(invalid)?;
-        }
-        s = &s[int_len..];
-        // Fraction.
-        let mut frac: u64 = 0;
-        let mut scale: f64 = 1.0;
-        let mut post = false;
-        if let Some(rest) = s.strip_prefix('.') {
-            s = rest;
-            let frac_len = s.bytes().take_while(u8::is_ascii_digit).count();
-            post = frac_len > 0;
-            let mut overflow = false;
-            for d in s[..frac_len].bytes() {
-                if overflow {
-                    continue;
-                }
-                match frac
-                    .checked_mul(10)
-                    .and_then(|f| f.checked_add(u64::from(d - b'0')))
-                {
-                    // Go stops accumulating once more digits cannot matter.
-                    Some(f) if f <= 1 << 63 => {
-                        frac = f;
-                        scale *= 10.0;
-                    }
-                    _ => overflow = true,
-                }
-            }
-            s = &s[frac_len..];
-        }
-        if !pre && !post {
-            // No digits (e.g. ".s").
-            return Err(invalid());
-        }
-        // Unit.
-        let unit_len = s
-            .char_indices()
-            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-            .map(|(i, _)| i)
-            .unwrap_or(s.len());
-        if unit_len == 0 {
-            return Err(DurationError::MissingUnit(input.to_string()));
-        }
-        let unit = &s[..unit_len];
-        s = &s[unit_len..];
-        let mult: u64 = match unit {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60 * 1_000_000_000,
-            "h" => 3600 * 1_000_000_000,
-            _ => {
-                return Err(DurationError::UnknownUnit {
-                    unit: unit.to_string(),
-                    input: input.to_string(),
-                });
-            }
-        };
-        if v > (1u64 << 63) / mult {
-            return Err(invalid());
-        }
-        v *= mult;
-        if frac > 0 {
-            // Float64 is needed to be nanosecond accurate for fractions of hours, as in Go.
-            v += (frac as f64 * (mult as f64 / scale)) as u64;
-            if v > 1 << 63 {
-                return Err(invalid());
-            }
-        }
-        total = total
-            .checked_add(v)
-            .filter(|t| *t <= 1 << 63)
-            .ok_or_else(invalid)?;
-    }
-    if neg {
-        return Ok((total as i64).wrapping_neg());
-    }
-    if total > i64::MAX as u64 {
-        return Err(invalid());
-    }
-    Ok(total as i64)
-}
-
 /// Parses a Go duration string into a non-negative [`Duration`].
 pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let n = parse_go_duration_nanos(s)?;
@@ -558,56 +430,6 @@ impl std::str::FromStr for Duration {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         parse_duration(s)
     }
-}
-
-/// Go's `time.Duration.String()`: `"1h30m0s"`, `"1.5s"`, `"500ms"`, `"1µs"`, `"0s"`.
-pub fn format_go_duration(d: std::time::Duration) -> String {
-    let nanos = d.as_nanos();
-    if nanos == 0 {
-        return "0s".to_string();
-    }
-    // Go's Duration is an int64; larger values cannot occur after parsing.
-    let u = nanos.min(u128::from(u64::MAX)) as u64;
-    if u < 1_000_000_000 {
-        // Sub-second: use the smallest unit that keeps a leading non-zero digit.
-        let (unit, prec) = if u < 1_000 {
-            return format!("{u}ns");
-        } else if u < 1_000_000 {
-            ("µs", 3)
-        } else {
-            ("ms", 6)
-        };
-        return format!("{}{unit}", fmt_frac(u, prec));
-    }
-    let mut out = String::new();
-    let hours = u / 3_600_000_000_000;
-    let rem = u % 3_600_000_000_000;
-    let minutes = rem / 60_000_000_000;
-    let secs_nanos = rem % 60_000_000_000;
-    if hours > 0 {
-        out.push_str(&format!("{hours}h"));
-    }
-    if hours > 0 || minutes > 0 {
-        out.push_str(&format!("{minutes}m"));
-    }
-    out.push_str(&fmt_frac(secs_nanos, 9));
-    out.push('s');
-    out
-}
-
-/// `v / 10^prec` with trailing fractional zeros (and a bare point) removed.
-fn fmt_frac(v: u64, prec: u32) -> String {
-    let p = 10u64.pow(prec);
-    let int = v / p;
-    let frac = v % p;
-    if frac == 0 {
-        return int.to_string();
-    }
-    let mut f = format!("{frac:0width$}", width = prec as usize);
-    while f.ends_with('0') {
-        f.pop();
-    }
-    format!("{int}.{f}")
 }
 
 impl fmt::Display for Duration {
@@ -690,28 +512,6 @@ mod tests {
             );
         }
         assert_eq!(parse_go_duration_nanos("-1.5s"), Ok(-1_500_000_000));
-    }
-
-    #[test]
-    fn format_durations() {
-        let cases: &[(u64, &str)] = &[
-            (0, "0s"),
-            (1, "1ns"),
-            (1_100, "1.1µs"),
-            (2_200_000, "2.2ms"),
-            (500_000_000, "500ms"),
-            (1_000_000_000, "1s"),
-            (1_500_000_000, "1.5s"),
-            (60_000_000_000, "1m0s"),
-            (5_400_000_000_000, "1h30m0s"),
-            (3_723_004_005_006, "1h2m3.004005006s"),
-            (i64::MAX as u64, "2562047h47m16.854775807s"),
-        ];
-        for (n, s) in cases {
-            assert_eq!(format_go_duration(std::time::Duration::from_nanos(*n)), *s);
-            // And it parses back.
-            assert_eq!(parse_duration(s).map(|d| d.0.as_nanos() as u64), Ok(*n));
-        }
     }
 
     #[test]

@@ -629,13 +629,13 @@ fn check_range(config: &Config, start: i64, end: i64) -> Result<(), Response> {
     }
     let length = end - start;
     if length > config.max_query_length_ms {
-        let actual = scraper::syntax::types::format_go_duration(std::time::Duration::from_millis(
+        let actual = scraper::gocompat::time::format_go_duration(std::time::Duration::from_millis(
             length as u64,
         ));
         let limit = if config.max_query_length_ms % DAY_MS == 0 {
             format!("{}d", config.max_query_length_ms / DAY_MS)
         } else {
-            scraper::syntax::types::format_go_duration(std::time::Duration::from_millis(
+            scraper::gocompat::time::format_go_duration(std::time::Duration::from_millis(
                 config.max_query_length_ms as u64,
             ))
         };

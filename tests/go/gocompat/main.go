@@ -10,6 +10,11 @@
 //	                   "query": url.QueryEscape, "unquery": url.QueryUnescape or "error: ..."}
 //	gocompat float    for each stdin line "BITS VERB PREC" (BITS the float64's bits in hex,
 //	                  PREC -1 for shortest), one line: strconv.FormatFloat(v, VERB, PREC, 64)
+//	gocompat time     for each stdin line "KIND ARG", one line:
+//	                  "S NANOS": time.Duration(NANOS).String()
+//	                  "P TEXT":  time.ParseDuration(TEXT) as nanoseconds, or "error: ..."
+//	                  "T NANOS": time.Unix(0, NANOS).UTC().Format(time.RFC3339Nano)
+//	                  "M NANOS": the same with Alloy's log layout "2006-01-02T15:04:05.000Z07:00"
 package main
 
 import (
@@ -20,6 +25,8 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
+	"time"
 	"unicode"
 )
 
@@ -36,7 +43,7 @@ func main() {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: gocompat print|quote|float")
+		fmt.Fprintln(os.Stderr, "usage: gocompat print|quote|float|time")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -88,8 +95,36 @@ func main() {
 			}
 			fmt.Fprintln(out, strconv.FormatFloat(math.Float64frombits(bits), verb[0], prec, 64))
 		}
+	case "time":
+		in := bufio.NewScanner(os.Stdin)
+		for in.Scan() {
+			kind, arg, _ := strings.Cut(in.Text(), " ")
+			switch kind {
+			case "P":
+				d, err := time.ParseDuration(arg)
+				if err != nil {
+					fmt.Fprintln(out, "error: "+err.Error())
+				} else {
+					fmt.Fprintln(out, int64(d))
+				}
+			default:
+				n, err := strconv.ParseInt(arg, 10, 64)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(1)
+				}
+				switch kind {
+				case "S":
+					fmt.Fprintln(out, time.Duration(n).String())
+				case "T":
+					fmt.Fprintln(out, time.Unix(0, n).UTC().Format(time.RFC3339Nano))
+				case "M":
+					fmt.Fprintln(out, time.Unix(0, n).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+				}
+			}
+		}
 	default:
-		fmt.Fprintln(os.Stderr, "usage: gocompat print|quote|float")
+		fmt.Fprintln(os.Stderr, "usage: gocompat print|quote|float|time")
 		os.Exit(2)
 	}
 }

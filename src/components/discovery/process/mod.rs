@@ -81,11 +81,11 @@ pub use discover::{
     UID_LABEL, USERNAME_LABEL,
 };
 
+use crate::gocompat::time::format_go_duration;
+use crate::gocompat::time::rfc3339_nanos;
 use crate::labels::LabelSet;
 use crate::runtime::health::Health;
-use crate::runtime::timefmt::rfc3339_nanos;
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
-use crate::syntax::types::format_go_duration;
 use crate::syntax::value::Value;
 use crate::targets as target;
 use discover::Walk;

@@ -5,11 +5,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::gocompat::time::rfc3339_millis;
 use crate::pprof::proto::Profile as Pprof;
 use crate::pprof::trim::default_value_index;
 use crate::pprof::{Limits, decode};
 use crate::profiles::Profile;
-use crate::runtime::timefmt::rfc3339_millis;
 
 /// How much is printed per profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

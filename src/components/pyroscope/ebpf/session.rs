@@ -596,7 +596,7 @@ impl Runner {
         self.pid_targets.clear();
         let mut status = lock(&self.shared.status);
         status.profiles_total += sent;
-        status.last_collect = Some(crate::runtime::timefmt::rfc3339_millis(ended));
+        status.last_collect = Some(crate::gocompat::time::rfc3339_millis(ended));
         status.symbolizer = serde_json::to_value(self.symbolizer.stats()).ok();
         status.unwinder = serde_json::to_value(self.unwinder.stats()).ok();
         status.findings.deferred_profiles = self.books.deferred.len();

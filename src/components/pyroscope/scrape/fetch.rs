@@ -10,8 +10,8 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use super::error::{Reason, ScrapeError};
 use super::validate::{ERROR_BODY_PREVIEW, status_error, validate_body};
 use crate::budget::{Priority, Reservation};
+use crate::gocompat::time::format_go_duration;
 use crate::httpclient::HttpClient;
-use crate::syntax::types::format_go_duration;
 
 /// What one fetch needs.
 pub struct FetchRequest<'a> {

@@ -20,8 +20,8 @@ use super::target::{
     Collision, INSTANCE, InvalidTarget, LabelLimits, NAME, Plan, SERVICE_NAME, TargetError,
     check_label_limits,
 };
-use crate::runtime::timefmt::rfc3339_nanos;
-use crate::syntax::types::format_go_duration;
+use crate::gocompat::time::format_go_duration;
+use crate::gocompat::time::rfc3339_nanos;
 
 struct LoopHandle {
     shared: Arc<LoopShared>,

@@ -50,11 +50,11 @@ use tokio_util::sync::CancellationToken;
 pub use self::args::Arguments;
 use self::metrics::{InstanceMetrics, StoreMetrics};
 use crate::budget::{Budget, Priority, Reservation, Use};
+use crate::gocompat::time::format_go_duration;
+use crate::gocompat::time::rfc3339_millis;
 use crate::profiles::{Appendable, Profile, Receiver};
-use crate::runtime::timefmt::rfc3339_millis;
 use crate::runtime::{BoxError, Component, ComponentOptions, Health};
 use crate::store::{Db, OpenStore, OpenStores, Removed, Stats};
-use crate::syntax::types::format_go_duration;
 use crate::syntax::value::Value;
 
 use crate::sync::lock;
