@@ -455,13 +455,19 @@ async fn profiles_over_the_backend_limits_are_trimmed_or_dropped() {
         "{}",
         w.metrics.encode().expect("encode")
     );
-    // Sent bytes are the raw_profile bytes pushed (as in Alloy): the trimmed profile's.
-    assert_eq!(
-        w.metric(
-            "pyroscope_write_sent_bytes_total",
-            &[("endpoint", rx.url().as_str())]
-        ),
-        got.raw.len() as f64
+    // Sent bytes are the raw_profile bytes pushed (as in Alloy): the trimmed profile's. Counted
+    // when the backend's answer arrives, which can be after the receiver recorded the profile.
+    let sent = got.raw.len() as f64;
+    assert!(
+        w.wait(WAIT, |w| {
+            w.metric(
+                "pyroscope_write_sent_bytes_total",
+                &[("endpoint", rx.url().as_str())],
+            ) == sent
+        })
+        .await,
+        "{}",
+        w.metrics.encode().expect("encode")
     );
     assert!(got.raw.len() < raw.len());
     assert_eq!(rx.count(), 1);
