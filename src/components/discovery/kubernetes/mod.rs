@@ -37,6 +37,7 @@ mod cache;
 mod client;
 mod endpoints;
 mod endpointslice;
+mod events;
 mod labels;
 mod metrics;
 mod node;
@@ -48,6 +49,8 @@ mod state;
 mod testutil;
 mod watch;
 
+use self::events::{ClientSetupFailed, WatchFailed};
+use crate::runtime::event::emit;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -150,8 +153,11 @@ impl Kubernetes {
             match attempt.await {
                 Ok(ok) => break ok,
                 Err(e) => {
-                    tracing::warn!(component = %self.id, error = %e, "cannot set up Kubernetes client; retrying");
-                    self.metrics.failures.inc();
+                    emit(ClientSetupFailed {
+                        component: &self.id,
+                        error: &e,
+                        failures: &self.metrics.failures,
+                    });
                     self.status().last_error = Some(e);
                     tokio::select! {
                         _ = shutdown.cancelled() => return End::Shutdown,
@@ -208,8 +214,12 @@ impl Kubernetes {
     fn handle(&self, state: &mut State, scopes: &[Scope], i: usize, event: WatchEvent) {
         if let WatchEvent::Error(e) = &event {
             let scope = scopes.get(i).map(describe).unwrap_or_default();
-            tracing::warn!(component = %self.id, watch = %scope, error = %e, "Kubernetes list/watch failed; retrying with backoff, keeping the last targets");
-            self.metrics.failures.inc();
+            emit(WatchFailed {
+                component: &self.id,
+                watch: &scope,
+                error: e,
+                failures: &self.metrics.failures,
+            });
             self.status().last_error = Some(format!("{scope}: {e}"));
             return;
         }
