@@ -17,6 +17,23 @@ use std::process::{Command, Stdio};
 use scrape_support::{build_go, have_go};
 use scraper::gocompat;
 
+/// Runs the oracle in `mode` with `input` on its standard input; its standard output.
+fn ask_go(bin: &std::path::Path, mode: &str, input: String) -> String {
+    let mut child = Command::new(bin)
+        .arg(mode)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("run gocompat {mode}: {e}"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    // Written from another thread: the oracle answers while it reads, and both pipes are finite.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().expect("gocompat output");
+    writer.join().expect("writer thread").expect("write inputs");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 /// Go's verdict per code point: (printable, assigned in its Unicode tables).
 fn go_print_table(bin: &std::path::Path) -> Vec<(bool, bool)> {
     let out = Command::new(bin)
@@ -94,22 +111,11 @@ fn quoting_and_query_escaping_match_go_byte_for_byte() {
         ]
         .map(String::from),
     );
-    let mut child = Command::new(&go.bin)
-        .arg("quote")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run gocompat quote");
-    let mut stdin = child.stdin.take().expect("stdin");
     let lines: String = inputs
         .iter()
         .map(|s| serde_json::to_string(s).expect("json") + "\n")
         .collect();
-    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
-    let out = child.wait_with_output().expect("gocompat quote output");
-    writer.join().expect("writer thread").expect("write inputs");
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8(out.stdout).expect("UTF-8 JSON");
+    let text = ask_go(&go.bin, "quote", lines);
     let answers: Vec<HashMap<String, String>> = text
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
@@ -208,18 +214,7 @@ fn float_formatting_matches_strconv() {
             format!("{:x} {verb} {p}\n", v.to_bits())
         })
         .collect();
-    let mut child = Command::new(&go.bin)
-        .arg("float")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run gocompat float");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
-    let out = child.wait_with_output().expect("gocompat float output");
-    writer.join().expect("writer thread").expect("write inputs");
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8(out.stdout).expect("ASCII output");
+    let text = ask_go(&go.bin, "float", lines);
     let answers: Vec<&str> = text.lines().collect();
     assert_eq!(answers.len(), cases.len());
     let mut differ = Vec::new();
@@ -315,18 +310,7 @@ fn durations_and_timestamps_match_go_time() {
     for t in &stamps {
         lines.push_str(&format!("T {t}\nM {t}\n"));
     }
-    let mut child = Command::new(&go.bin)
-        .arg("time")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("run gocompat time");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
-    let out = child.wait_with_output().expect("gocompat time output");
-    writer.join().expect("writer thread").expect("write inputs");
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let text = ask_go(&go.bin, "time", lines);
     let mut answers = text.lines();
     let mut differ = Vec::new();
     let mut check = |what: String, ours: String| {
