@@ -24,13 +24,15 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
+use crate::labels::{LabelName, LabelSet};
 use crate::syntax::types::CapsuleRef;
 use crate::syntax::value::{Capsule, Value};
 
 /// The capsule type name receivers are exported under (Alloy's name for the same thing).
 pub const CAPSULE_TYPE: &str = "pyroscope.Appendable";
 
-/// One label: `(name, value)`.
+/// One label: `(name, value)`. What producers outside the pipeline hand to [`Profile::new`],
+/// and what the wire side (prepared push labels, stored series) uses.
 pub type Label = (String, String);
 
 /// One profile on its way from a producer to a backend.
@@ -38,8 +40,16 @@ pub type Label = (String, String);
 pub struct Profile {
     /// The series labels as the producer knows them, private `__*` labels included (consumers
     /// decide what to keep: `pyroscope.write` drops `__*` except `__name__` and `__delta__`).
-    /// Order is not significant; names should be unique.
-    pub labels: Vec<Label>,
+    /// The same shared [`LabelSet`] discovery and relabelling use: sorted, unique names, no
+    /// empty values, so cloning a profile (a [`FanOut`] does for every extra receiver) bumps
+    /// reference counts instead of copying label strings.
+    pub labels: LabelSet,
+    /// Names that the label list given to [`Profile::new`] held more than once (each with a
+    /// non-empty value), sorted, usually empty. A [`LabelSet`] cannot hold a name twice, but
+    /// Pyroscope refuses such a label set, so the consumers that check labels the way the
+    /// backend does (`pyroscope.write`, the local store) still see the duplicate and drop the
+    /// profile as they did when labels were a plain list. `labels` holds the last value.
+    pub duplicate_labels: Vec<LabelName>,
     /// The pprof exactly as received or produced: gzip-compressed or plain protobuf. Cheap to
     /// clone (reference counted), so fanning out to several consumers copies no profile bytes.
     pub raw: Bytes,
@@ -49,28 +59,56 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// A profile received now.
+    /// A profile received now, from a list of labels in any order. Empty values are dropped
+    /// (empty means absent); a name given twice with non-empty values is recorded in
+    /// [`duplicate_labels`](Self::duplicate_labels). Producers that already hold a
+    /// [`LabelSet`] use [`with_labels`](Self::with_labels), which copies no string.
     pub fn new(labels: Vec<Label>, raw: impl Into<Bytes>) -> Self {
+        let (labels, duplicate_labels) = label_set_of(labels);
         Profile {
             labels,
+            duplicate_labels,
             raw: raw.into(),
             received_at: SystemTime::now(),
         }
     }
 
-    /// The value of label `name`, if present.
-    pub fn label(&self, name: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+    /// A profile received now, labelled with a (shared) label set.
+    pub fn with_labels(labels: LabelSet, raw: impl Into<Bytes>) -> Self {
+        Profile {
+            labels,
+            duplicate_labels: Vec::new(),
+            raw: raw.into(),
+            received_at: SystemTime::now(),
+        }
     }
+
+    /// The value of label `name`, if present (never `Some("")`).
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels.get(name)
+    }
+}
+
+/// `labels` as a set, and the names it repeats. Empty values go first, so `a="1", a=""` is no
+/// duplicate (it was not one for the write path's check either, which ignores empty values).
+fn label_set_of(mut labels: Vec<Label>) -> (LabelSet, Vec<LabelName>) {
+    labels.retain(|(_, v)| !v.is_empty());
+    // Stable: of two labels with the same name the last stays last, and wins below.
+    labels.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut duplicates: Vec<LabelName> = Vec::new();
+    for w in labels.windows(2) {
+        if w[0].0 == w[1].0 && duplicates.last().is_none_or(|d| **d != *w[0].0) {
+            duplicates.push(Arc::from(w[0].0.as_str()));
+        }
+    }
+    (labels.into_iter().collect(), duplicates)
 }
 
 impl fmt::Debug for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Profile")
             .field("labels", &self.labels)
+            .field("duplicate_labels", &self.duplicate_labels)
             .field("raw_bytes", &self.raw.len())
             .field("received_at", &self.received_at)
             .finish()
@@ -145,8 +183,8 @@ impl fmt::Debug for Receiver {
 /// `forward_to = [a.receiver, b.receiver]` argument calls. The list can be replaced on
 /// `update` while other threads append.
 ///
-/// The last receiver gets the batch itself, the others a clone (labels are copied, profile
-/// bytes are shared).
+/// The last receiver gets the batch itself, the others a clone (label and profile bytes are
+/// shared; a clone costs reference-count bumps).
 #[derive(Default)]
 pub struct FanOut {
     receivers: RwLock<Arc<[CapsuleRef<Receiver>]>>,

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::profiles::Label;
+use crate::profiles::{Label, Profile};
 
 /// Why a label set was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,10 +50,46 @@ fn name_char_allowed(c: char) -> bool {
 /// The labels to push for a profile labelled `labels`, with `external` overriding (an empty
 /// external value removes the label). Errors name the first problem, in sorted order.
 pub fn prepare(labels: &[Label], external: &[Label]) -> Result<Vec<Label>, LabelError> {
-    let mut out: Vec<Label> = Vec::with_capacity(labels.len() + external.len());
+    prepare_pairs(
+        labels.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+        external,
+    )
+}
+
+/// [`prepare`] for a profile: its label set, plus a second copy of each name in its
+/// `duplicate_labels`, so that a name the producer gave twice is refused exactly as it was
+/// when profiles carried a plain list (unless the name is private or `external` overrides it,
+/// which hides the duplicate there too).
+pub fn prepare_profile(profile: &Profile, external: &[Label]) -> Result<Vec<Label>, LabelError> {
+    let repeated = profile
+        .duplicate_labels
+        .iter()
+        .filter_map(|n| profile.labels.get(n).map(|v| (n.as_ref(), v)));
+    prepare_pairs(profile.labels.iter().chain(repeated), external)
+}
+
+/// What a profile's labels look like in the "invalid labels" warning: the pairs as a list
+/// (as when profiles carried one), a repeated name listed twice.
+pub fn profile_labels_for_log(profile: &Profile) -> Vec<(&str, &str)> {
+    let mut out: Vec<(&str, &str)> = profile.labels.iter().collect();
+    for n in &profile.duplicate_labels {
+        if let Some(v) = profile.labels.get(n) {
+            out.push((n, v));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(b.0));
+    out
+}
+
+fn prepare_pairs<'a>(
+    labels: impl Iterator<Item = (&'a str, &'a str)>,
+    external: &[Label],
+) -> Result<Vec<Label>, LabelError> {
+    let (lower, _) = labels.size_hint();
+    let mut out: Vec<Label> = Vec::with_capacity(lower + external.len());
     for (n, v) in labels {
         if kept(n) && !v.is_empty() && !external.iter().any(|(en, _)| en == n) {
-            out.push((n.clone(), v.clone()));
+            out.push((n.to_owned(), v.to_owned()));
         }
     }
     out.extend(external.iter().filter(|(_, v)| !v.is_empty()).cloned());

@@ -3,6 +3,7 @@
 
 use super::args::decode_args;
 use super::*;
+use crate::profiles::Label;
 use crate::profiles::collect::Collect;
 use crate::runtime::metrics::MetricsRegistry;
 use crate::syntax::decode;
@@ -10,7 +11,17 @@ use crate::syntax::types::CapsuleRef;
 
 /// The labels of every profile collected, each set sorted.
 fn labels_of(c: &Collect) -> Vec<Vec<Label>> {
-    c.got().iter().map(|p| sorted(p.labels.clone())).collect()
+    c.got()
+        .iter()
+        .map(|p| {
+            sorted(
+                p.labels
+                    .iter()
+                    .map(|(n, v)| (n.to_string(), v.to_string()))
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 fn sorted(mut l: Vec<Label>) -> Vec<Label> {
