@@ -256,6 +256,13 @@ mod tests {
         assert_eq!(*b.got(), std::slice::from_ref(&p));
         // Shared bytes, not copies.
         assert_eq!(a.got()[0].raw.as_ptr(), b.got()[0].raw.as_ptr());
+        // Shared label strings too.
+        let (la, lb) = (a.got()[0].labels.clone(), b.got()[0].labels.clone());
+        let (na, nb) = (
+            &la.iter_shared().next().expect("a label").0,
+            &lb.iter_shared().next().expect("a label").0,
+        );
+        assert!(Arc::ptr_eq(na, nb));
         fan.set(vec![rb]);
         fan.append(vec![p.clone()]);
         assert_eq!(a.got().len(), 1);
@@ -263,6 +270,37 @@ mod tests {
         fan.set(Vec::new());
         fan.append(vec![p]);
         assert!(fan.is_empty());
+    }
+
+    #[test]
+    fn new_drops_empty_values_and_records_repeated_names() {
+        let l = |pairs: &[(&str, &str)]| -> Vec<Label> {
+            pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect()
+        };
+        let p = Profile::new(
+            l(&[
+                ("b", "1"),
+                ("a", ""),
+                ("b", "2"),
+                ("c", "x"),
+                ("b", "3"),
+                ("d", "1"),
+                ("d", ""),
+            ]),
+            Vec::new(),
+        );
+        assert_eq!(
+            p.labels.iter().collect::<Vec<_>>(),
+            [("b", "3"), ("c", "x"), ("d", "1")]
+        );
+        assert_eq!(p.duplicate_labels, [Arc::<str>::from("b")]);
+        assert_eq!(p.label("b"), Some("3"));
+        assert_eq!(p.label("a"), None);
+        let q = Profile::with_labels(p.labels.clone(), Vec::new());
+        assert!(q.duplicate_labels.is_empty());
     }
 
     #[test]

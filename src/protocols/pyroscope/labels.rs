@@ -190,4 +190,36 @@ mod tests {
         assert!(prepare(&l(&[("__name__", "x")]), &[]).is_ok());
         assert!(prepare(&l(&[("nämé", "x")]), &[]).is_err());
     }
+
+    /// A profile's set cannot hold a name twice; `duplicate_labels` keeps `prepare`'s verdict
+    /// on the list the producer gave, error for error.
+    #[test]
+    fn profiles_are_refused_as_their_label_lists_were() {
+        let cases: &[(&[(&str, &str)], &[(&str, &str)])] = &[
+            (&[("a", "1"), ("a", "2")], &[]),
+            (&[("a", "1"), ("a", "2")], &[("a", "3")]),
+            (&[("a", "1"), ("a", "")], &[]),
+            (&[("a", ""), ("a", "")], &[]),
+            (&[("__x__", "1"), ("__x__", "2"), ("b", "1")], &[]),
+            (&[("__name__", "1"), ("__name__", "2")], &[]),
+            (&[("a-b", "1"), ("z", "1"), ("z", "2")], &[]),
+            (&[("a", "1"), ("z-z", "1"), ("z-z", "2")], &[]),
+            (&[("b", "1"), ("a", "2"), ("b", "3"), ("b", "4")], &[]),
+            (&[("service_name", "x")], &[]),
+            (&[], &[]),
+        ];
+        for (pairs, external) in cases {
+            let p = Profile::new(l(pairs), Vec::new());
+            assert_eq!(
+                prepare_profile(&p, &l(external)),
+                prepare(&l(pairs), &l(external)),
+                "{pairs:?} with {external:?}"
+            );
+        }
+        let p = Profile::new(l(&[("b", "1"), ("a", "2"), ("b", "3")]), Vec::new());
+        assert_eq!(
+            profile_labels_for_log(&p),
+            [("a", "2"), ("b", "3"), ("b", "3")]
+        );
+    }
 }
