@@ -195,7 +195,9 @@ mod tests {
     /// on the list the producer gave, error for error.
     #[test]
     fn profiles_are_refused_as_their_label_lists_were() {
-        let cases: &[(&[(&str, &str)], &[(&str, &str)])] = &[
+        type Pairs = &'static [(&'static str, &'static str)];
+        // (the producer's labels, external labels)
+        let cases: &[(Pairs, Pairs)] = &[
             (&[("a", "1"), ("a", "2")], &[]),
             (&[("a", "1"), ("a", "2")], &[("a", "3")]),
             (&[("a", "1"), ("a", "")], &[]),
