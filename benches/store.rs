@@ -171,9 +171,8 @@ fn main() {
             TYPES
                 .iter()
                 .map(|t| Profile {
-                    labels: labels(long, t),
-                    raw: next_profile().into(),
                     received_at: at,
+                    ..Profile::new(labels(long, t), next_profile())
                 })
                 .collect()
         }),
@@ -186,9 +185,8 @@ fn main() {
             (0..=FLEET_TARGETS)
                 .flat_map(|target| TYPES.iter().map(move |t| (target, *t)))
                 .map(|(target, t)| Profile {
-                    labels: labels(target, t),
-                    raw: next_profile().into(),
                     received_at: at + Duration::from_millis(target as u64),
+                    ..Profile::new(labels(target, t), next_profile())
                 })
                 .collect()
         }),

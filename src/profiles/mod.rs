@@ -24,13 +24,15 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
+use crate::labels::{LabelName, LabelSet};
 use crate::syntax::types::CapsuleRef;
 use crate::syntax::value::{Capsule, Value};
 
 /// The capsule type name receivers are exported under (Alloy's name for the same thing).
 pub const CAPSULE_TYPE: &str = "pyroscope.Appendable";
 
-/// One label: `(name, value)`.
+/// One label: `(name, value)`. What producers outside the pipeline hand to [`Profile::new`],
+/// and what the wire side (prepared push labels, stored series) uses.
 pub type Label = (String, String);
 
 /// One profile on its way from a producer to a backend.
@@ -38,8 +40,16 @@ pub type Label = (String, String);
 pub struct Profile {
     /// The series labels as the producer knows them, private `__*` labels included (consumers
     /// decide what to keep: `pyroscope.write` drops `__*` except `__name__` and `__delta__`).
-    /// Order is not significant; names should be unique.
-    pub labels: Vec<Label>,
+    /// The same shared [`LabelSet`] discovery and relabelling use: sorted, unique names, no
+    /// empty values, so cloning a profile (a [`FanOut`] does for every extra receiver) bumps
+    /// reference counts instead of copying label strings.
+    pub labels: LabelSet,
+    /// Names that the label list given to [`Profile::new`] held more than once (each with a
+    /// non-empty value), sorted, usually empty. A [`LabelSet`] cannot hold a name twice, but
+    /// Pyroscope refuses such a label set, so the consumers that check labels the way the
+    /// backend does (`pyroscope.write`, the local store) still see the duplicate and drop the
+    /// profile as they did when labels were a plain list. `labels` holds the last value.
+    pub duplicate_labels: Vec<LabelName>,
     /// The pprof exactly as received or produced: gzip-compressed or plain protobuf. Cheap to
     /// clone (reference counted), so fanning out to several consumers copies no profile bytes.
     pub raw: Bytes,
@@ -49,28 +59,56 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// A profile received now.
+    /// A profile received now, from a list of labels in any order. Empty values are dropped
+    /// (empty means absent); a name given twice with non-empty values is recorded in
+    /// [`duplicate_labels`](Self::duplicate_labels). Producers that already hold a
+    /// [`LabelSet`] use [`with_labels`](Self::with_labels), which copies no string.
     pub fn new(labels: Vec<Label>, raw: impl Into<Bytes>) -> Self {
+        let (labels, duplicate_labels) = label_set_of(labels);
         Profile {
             labels,
+            duplicate_labels,
             raw: raw.into(),
             received_at: SystemTime::now(),
         }
     }
 
-    /// The value of label `name`, if present.
-    pub fn label(&self, name: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+    /// A profile received now, labelled with a (shared) label set.
+    pub fn with_labels(labels: LabelSet, raw: impl Into<Bytes>) -> Self {
+        Profile {
+            labels,
+            duplicate_labels: Vec::new(),
+            raw: raw.into(),
+            received_at: SystemTime::now(),
+        }
     }
+
+    /// The value of label `name`, if present (never `Some("")`).
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels.get(name)
+    }
+}
+
+/// `labels` as a set, and the names it repeats. Empty values go first, so `a="1", a=""` is no
+/// duplicate (it was not one for the write path's check either, which ignores empty values).
+fn label_set_of(mut labels: Vec<Label>) -> (LabelSet, Vec<LabelName>) {
+    labels.retain(|(_, v)| !v.is_empty());
+    // Stable: of two labels with the same name the last stays last, and wins below.
+    labels.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut duplicates: Vec<LabelName> = Vec::new();
+    for w in labels.windows(2) {
+        if w[0].0 == w[1].0 && duplicates.last().is_none_or(|d| **d != *w[0].0) {
+            duplicates.push(Arc::from(w[0].0.as_str()));
+        }
+    }
+    (labels.into_iter().collect(), duplicates)
 }
 
 impl fmt::Debug for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Profile")
             .field("labels", &self.labels)
+            .field("duplicate_labels", &self.duplicate_labels)
             .field("raw_bytes", &self.raw.len())
             .field("received_at", &self.received_at)
             .finish()
@@ -145,8 +183,8 @@ impl fmt::Debug for Receiver {
 /// `forward_to = [a.receiver, b.receiver]` argument calls. The list can be replaced on
 /// `update` while other threads append.
 ///
-/// The last receiver gets the batch itself, the others a clone (labels are copied, profile
-/// bytes are shared).
+/// The last receiver gets the batch itself, the others a clone (label and profile bytes are
+/// shared; a clone costs reference-count bumps).
 #[derive(Default)]
 pub struct FanOut {
     receivers: RwLock<Arc<[CapsuleRef<Receiver>]>>,
@@ -218,6 +256,13 @@ mod tests {
         assert_eq!(*b.got(), std::slice::from_ref(&p));
         // Shared bytes, not copies.
         assert_eq!(a.got()[0].raw.as_ptr(), b.got()[0].raw.as_ptr());
+        // Shared label strings too.
+        let (la, lb) = (a.got()[0].labels.clone(), b.got()[0].labels.clone());
+        let (na, nb) = (
+            &la.iter_shared().next().expect("a label").0,
+            &lb.iter_shared().next().expect("a label").0,
+        );
+        assert!(Arc::ptr_eq(na, nb));
         fan.set(vec![rb]);
         fan.append(vec![p.clone()]);
         assert_eq!(a.got().len(), 1);
@@ -225,6 +270,37 @@ mod tests {
         fan.set(Vec::new());
         fan.append(vec![p]);
         assert!(fan.is_empty());
+    }
+
+    #[test]
+    fn new_drops_empty_values_and_records_repeated_names() {
+        let l = |pairs: &[(&str, &str)]| -> Vec<Label> {
+            pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect()
+        };
+        let p = Profile::new(
+            l(&[
+                ("b", "1"),
+                ("a", ""),
+                ("b", "2"),
+                ("c", "x"),
+                ("b", "3"),
+                ("d", "1"),
+                ("d", ""),
+            ]),
+            Vec::new(),
+        );
+        assert_eq!(
+            p.labels.iter().collect::<Vec<_>>(),
+            [("b", "3"), ("c", "x"), ("d", "1")]
+        );
+        assert_eq!(p.duplicate_labels, [Arc::<str>::from("b")]);
+        assert_eq!(p.label("b"), Some("3"));
+        assert_eq!(p.label("a"), None);
+        let q = Profile::with_labels(p.labels.clone(), Vec::new());
+        assert!(q.duplicate_labels.is_empty());
     }
 
     #[test]

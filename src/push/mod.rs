@@ -344,7 +344,7 @@ impl Appendable for Pipeline {
                 }
                 continue;
             }
-            let labels = match labels::prepare(&p.labels, &active.external) {
+            let labels = match labels::prepare_profile(&p, &active.external) {
                 Ok(l) => l,
                 Err(e) => {
                     let endpoints: Vec<&EndpointMetrics> =
@@ -352,7 +352,7 @@ impl Appendable for Pipeline {
                     emit(InvalidLabels {
                         component: &self.id,
                         err: &e,
-                        labels: &p.labels,
+                        labels: &labels::profile_labels_for_log(&p),
                         bytes: p.raw.len(),
                         endpoints: &endpoints,
                     });

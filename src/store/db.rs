@@ -31,7 +31,7 @@ use super::keys::{
 use super::snapshot;
 use crate::pprof::codec::{Deflater, is_gzip};
 use crate::profiles::{Label, Profile};
-use crate::protocols::pyroscope::labels::prepare;
+use crate::protocols::pyroscope::labels::prepare_profile;
 
 /// The database file inside a store directory.
 pub const FILE: &str = "profiles.redb";
@@ -330,7 +330,7 @@ impl Db {
         };
         let mut items: Vec<(Vec<u8>, u64, Cow<'_, [u8]>)> = Vec::with_capacity(batch.len());
         for p in batch {
-            let labels = match prepare(&p.labels, &[]) {
+            let labels = match prepare_profile(p, &[]) {
                 Ok(l) => l,
                 Err(e) => {
                     result.invalid_labels += 1;

@@ -120,9 +120,8 @@ pub fn labels(service: &str, instance: &str, name: &str) -> Vec<(String, String)
 
 pub fn profile(labels: Vec<(String, String)>, raw: Vec<u8>, at: SystemTime) -> Profile {
     Profile {
-        labels,
-        raw: raw.into(),
         received_at: at,
+        ..Profile::new(labels, raw)
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::profiles::Label;
+use crate::profiles::{Label, Profile};
 
 /// Why a label set was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,10 +50,46 @@ fn name_char_allowed(c: char) -> bool {
 /// The labels to push for a profile labelled `labels`, with `external` overriding (an empty
 /// external value removes the label). Errors name the first problem, in sorted order.
 pub fn prepare(labels: &[Label], external: &[Label]) -> Result<Vec<Label>, LabelError> {
-    let mut out: Vec<Label> = Vec::with_capacity(labels.len() + external.len());
+    prepare_pairs(
+        labels.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+        external,
+    )
+}
+
+/// [`prepare`] for a profile: its label set, plus a second copy of each name in its
+/// `duplicate_labels`, so that a name the producer gave twice is refused exactly as it was
+/// when profiles carried a plain list (unless the name is private or `external` overrides it,
+/// which hides the duplicate there too).
+pub fn prepare_profile(profile: &Profile, external: &[Label]) -> Result<Vec<Label>, LabelError> {
+    let repeated = profile
+        .duplicate_labels
+        .iter()
+        .filter_map(|n| profile.labels.get(n).map(|v| (n.as_ref(), v)));
+    prepare_pairs(profile.labels.iter().chain(repeated), external)
+}
+
+/// What a profile's labels look like in the "invalid labels" warning: the pairs as a list
+/// (as when profiles carried one), a repeated name listed twice.
+pub fn profile_labels_for_log(profile: &Profile) -> Vec<(&str, &str)> {
+    let mut out: Vec<(&str, &str)> = profile.labels.iter().collect();
+    for n in &profile.duplicate_labels {
+        if let Some(v) = profile.labels.get(n) {
+            out.push((n, v));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(b.0));
+    out
+}
+
+fn prepare_pairs<'a>(
+    labels: impl Iterator<Item = (&'a str, &'a str)>,
+    external: &[Label],
+) -> Result<Vec<Label>, LabelError> {
+    let (lower, _) = labels.size_hint();
+    let mut out: Vec<Label> = Vec::with_capacity(lower + external.len());
     for (n, v) in labels {
         if kept(n) && !v.is_empty() && !external.iter().any(|(en, _)| en == n) {
-            out.push((n.clone(), v.clone()));
+            out.push((n.to_owned(), v.to_owned()));
         }
     }
     out.extend(external.iter().filter(|(_, v)| !v.is_empty()).cloned());
@@ -153,5 +189,39 @@ mod tests {
         // __name__ is exempt from the name check; unicode names are not allowed.
         assert!(prepare(&l(&[("__name__", "x")]), &[]).is_ok());
         assert!(prepare(&l(&[("nämé", "x")]), &[]).is_err());
+    }
+
+    /// A profile's set cannot hold a name twice; `duplicate_labels` keeps `prepare`'s verdict
+    /// on the list the producer gave, error for error.
+    #[test]
+    fn profiles_are_refused_as_their_label_lists_were() {
+        type Pairs = &'static [(&'static str, &'static str)];
+        // (the producer's labels, external labels)
+        let cases: &[(Pairs, Pairs)] = &[
+            (&[("a", "1"), ("a", "2")], &[]),
+            (&[("a", "1"), ("a", "2")], &[("a", "3")]),
+            (&[("a", "1"), ("a", "")], &[]),
+            (&[("a", ""), ("a", "")], &[]),
+            (&[("__x__", "1"), ("__x__", "2"), ("b", "1")], &[]),
+            (&[("__name__", "1"), ("__name__", "2")], &[]),
+            (&[("a-b", "1"), ("z", "1"), ("z", "2")], &[]),
+            (&[("a", "1"), ("z-z", "1"), ("z-z", "2")], &[]),
+            (&[("b", "1"), ("a", "2"), ("b", "3"), ("b", "4")], &[]),
+            (&[("service_name", "x")], &[]),
+            (&[], &[]),
+        ];
+        for (pairs, external) in cases {
+            let p = Profile::new(l(pairs), Vec::new());
+            assert_eq!(
+                prepare_profile(&p, &l(external)),
+                prepare(&l(pairs), &l(external)),
+                "{pairs:?} with {external:?}"
+            );
+        }
+        let p = Profile::new(l(&[("b", "1"), ("a", "2"), ("b", "3")]), Vec::new());
+        assert_eq!(
+            profile_labels_for_log(&p),
+            [("a", "2"), ("b", "3"), ("b", "3")]
+        );
     }
 }

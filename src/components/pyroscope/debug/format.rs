@@ -77,8 +77,12 @@ fn string(p: &Pprof, i: i64) -> &str {
 
 /// Summarizes `profile`, keeping the `top` heaviest stacks.
 pub fn summarize(profile: &Profile, top: usize) -> Summary {
-    let mut labels = profile.labels.clone();
-    labels.sort();
+    // Sorted already; empty values are not in the set (they mean absent).
+    let labels = profile
+        .labels
+        .iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
     let mut s = Summary {
         labels,
         bytes: profile.raw.len(),

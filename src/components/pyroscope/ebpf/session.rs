@@ -665,22 +665,19 @@ impl Runner {
         samples: u64,
         ended: SystemTime,
     ) -> Profile {
-        let mut labels: Vec<(String, String)> = target.labels.to_vec();
-        labels.push((PID_LABEL.to_string(), pid.to_string()));
+        // The target's shared set plus this process's labels: no target label is copied.
+        let mut labels = target.labels.clone();
+        labels.set(PID_LABEL, &pid.to_string());
         let container = target
             .container_id
             .clone()
             .or_else(|| self.containers.get(&pid).cloned().flatten());
         if let Some(id) = container {
-            labels.push((CONTAINER_LABEL.to_string(), id));
+            labels.set(CONTAINER_LABEL, &id);
         }
-        let service = labels
-            .iter()
-            .find(|(k, _)| k == "service_name")
-            .map(|(_, v)| v.as_str())
-            .unwrap_or_default();
+        let service = labels.get("service_name").unwrap_or_default();
         self.metrics.pprof(service, raw.len() as u64, samples);
-        let mut profile = Profile::new(labels, raw);
+        let mut profile = Profile::with_labels(labels, raw);
         profile.received_at = ended;
         profile
     }

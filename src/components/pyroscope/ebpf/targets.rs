@@ -8,9 +8,8 @@
 //! (`service_name="ebpf/unspecified"`); with `true` they are not profiled.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use crate::profiles::Label;
+use crate::labels::LabelSet;
 use crate::targets::Shared;
 use crate::targets::container::container_id_from_target;
 
@@ -25,8 +24,9 @@ pub const CONTAINER_LABEL: &str = "__container_id__";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     /// Public labels plus `service_name` and `__name__`; per-process labels are added when a
-    /// profile is built.
-    pub labels: Arc<[Label]>,
+    /// profile is built. Shares its strings with the discovered target, and every profile
+    /// shares them again.
+    pub labels: LabelSet,
     pub pid: Option<u32>,
     pub container_id: Option<String>,
 }
@@ -51,15 +51,13 @@ impl Targets {
                 // Alloy drops such targets too: nothing identifies their processes.
                 continue;
             }
-            let mut out: Vec<Label> = labels
-                .iter()
-                .filter(|(k, _)| !k.starts_with("__") || *k == "__name__")
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            if !out.iter().any(|(k, _)| k == "service_name") {
-                out.push(("service_name".into(), infer_service_name(labels)));
+            // A clone of the discovered set (reference counts), filtered in place.
+            let mut out = LabelSet::clone(labels);
+            out.retain(|k, _| !k.starts_with("__") || k == "__name__");
+            if !out.contains("service_name") {
+                out.set("service_name", &infer_service_name(labels));
             }
-            set(&mut out, "__name__", PROFILE_NAME);
+            out.set("__name__", PROFILE_NAME);
             let idx = t.list.len();
             if let Some(pid) = pid {
                 t.by_pid.entry(pid).or_insert(idx);
@@ -68,18 +66,19 @@ impl Targets {
                 t.by_container.entry(id.clone()).or_insert(idx);
             }
             t.list.push(Target {
-                labels: out.into(),
+                labels: out,
                 pid,
                 container_id,
             });
         }
         if !targets_only {
             t.default = Some(Target {
-                labels: vec![
-                    ("service_name".to_string(), "ebpf/unspecified".to_string()),
-                    ("__name__".to_string(), PROFILE_NAME.to_string()),
+                labels: [
+                    ("service_name", "ebpf/unspecified"),
+                    ("__name__", PROFILE_NAME),
                 ]
-                .into(),
+                .into_iter()
+                .collect(),
                 pid: None,
                 container_id: None,
             });
@@ -150,13 +149,6 @@ impl Targets {
     }
 }
 
-fn set(labels: &mut Vec<Label>, name: &str, value: &str) {
-    match labels.iter_mut().find(|(k, _)| k == name) {
-        Some(l) => l.1 = value.to_string(),
-        None => labels.push((name.to_string(), value.to_string())),
-    }
-}
-
 /// Alloy's inference when a target has no `service_name`, with the `ebpf/` prefix.
 fn infer_service_name(labels: &crate::labels::LabelSet) -> String {
     crate::profiles::service_name::infer(|k| labels.get(k), "ebpf/")
@@ -172,10 +164,7 @@ mod tests {
     }
 
     fn get<'a>(t: &'a Target, k: &str) -> Option<&'a str> {
-        t.labels
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
+        t.labels.get(k)
     }
 
     const ID: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";

@@ -99,6 +99,9 @@ impl Shared {
         if n == 0 {
             return 0;
         }
+        // `Profile::new` turns the client's labels into the shared set. Push and ingest both
+        // build them through a map (a later duplicate wins, as in Alloy), so no name repeats;
+        // were one to, `new` records it and `pyroscope.write` refuses the profile as before.
         let profiles: Vec<Profile> = converted
             .into_iter()
             .map(|c| Profile::new(c.labels, c.raw))

@@ -128,11 +128,7 @@ fn push_body() -> Vec<u8> {
 }
 
 fn labels(p: &Profile) -> Vec<(&str, &str)> {
-    let mut v: Vec<_> = p
-        .labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    let mut v: Vec<_> = p.labels.iter().collect();
     v.sort();
     v
 }

@@ -5,20 +5,20 @@
 //! is in the dependency tree: neither `lru`, `hashlink` nor `schnellru` is in Cargo.lock
 //! (`lru-slab`, which QUIC pulls in, is a fixed-size slab, not a keyed map), and about 140
 //! lines did not justify a new dependency. What the component needs from it is small: lookups
-//! by a borrowed `&[Label]`, so a hit allocates nothing, insert with eviction, clear, and a
-//! resize that reports how many entries it evicted. `lru::LruCache<Arc<[Label]>, V>` does all
-//! of that (its `get` borrows the key through `Borrow<[Label]>`); should `lru` enter the tree,
+//! by a borrowed `&LabelSet`, so a hit allocates nothing, insert with eviction, clear, and a
+//! resize that reports how many entries it evicted. `lru::LruCache<Arc<LabelSet>, V>` does all
+//! of that (its `get` borrows the key through `Borrow<LabelSet>`); should `lru` enter the tree,
 //! it can replace this file.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::profiles::Label;
+use crate::labels::LabelSet;
 
 const NIL: usize = usize::MAX;
 
 struct Node<V> {
-    key: Arc<[Label]>,
+    key: Arc<LabelSet>,
     value: V,
     /// Towards the most recently used end.
     prev: usize,
@@ -28,9 +28,9 @@ struct Node<V> {
 
 /// A least-recently-used map from label sets to `V` holding at most `capacity` entries: nodes
 /// in a vector linked by index (most recently used at `head`), the map giving each key's index.
-/// Lookups borrow the key (`&[Label]`), so a hit allocates nothing.
+/// Lookups borrow the key (`&LabelSet`), so a hit allocates nothing.
 pub(super) struct Lru<V> {
-    map: HashMap<Arc<[Label]>, usize>,
+    map: HashMap<Arc<LabelSet>, usize>,
     nodes: Vec<Node<V>>,
     head: usize,
     tail: usize,
@@ -57,7 +57,7 @@ impl<V> Lru<V> {
     }
 
     /// The value for `key`, which becomes the most recently used entry.
-    pub(super) fn get(&mut self, key: &[Label]) -> Option<&V> {
+    pub(super) fn get(&mut self, key: &LabelSet) -> Option<&V> {
         let i = *self.map.get(key)?;
         self.unlink(i);
         self.push_front(i);
@@ -66,7 +66,7 @@ impl<V> Lru<V> {
 
     /// Inserts or replaces `key` as the most recently used entry, evicting the least recently
     /// used one when full.
-    pub(super) fn insert(&mut self, key: Arc<[Label]>, value: V) {
+    pub(super) fn insert(&mut self, key: Arc<LabelSet>, value: V) {
         if let Some(&i) = self.map.get(&*key) {
             self.nodes[i].value = value;
             self.unlink(i);
@@ -164,7 +164,7 @@ mod tests {
 
     #[test]
     fn lru_evicts_the_least_recently_used_and_survives_slot_moves() {
-        let key = |s: &str| -> Arc<[Label]> { Arc::from(vec![("k".to_string(), s.to_string())]) };
+        let key = |s: &str| -> Arc<LabelSet> { Arc::new([("k", s)].into_iter().collect()) };
         let mut lru = Lru::new(3);
         for (i, k) in ["a", "b", "c"].into_iter().enumerate() {
             lru.insert(key(k), i);

@@ -30,7 +30,8 @@
 //!
 //! * Only the profile's series labels are relabelled; labels inside the pprof are untouched.
 //! * A profile with **no labels at all** is forwarded as it is, without running the rules or
-//!   touching the cache (counted as processed and written), as in Alloy.
+//!   touching the cache (counted as processed and written), as in Alloy. (Labels with empty
+//!   values count as none: a profile's label set does not hold them.)
 //! * Otherwise the rules run over **every** label: `__name__` (the profile type), `__delta__`,
 //!   `service_name` and any other `__`-prefixed label are ordinary labels here. Nothing is
 //!   inferred (no `service_name` default) and nothing is stripped afterwards: a temporary label
@@ -54,9 +55,10 @@
 //!
 //! As in Alloy, results are cached by incoming label set, in an LRU cache (Alloy uses
 //! hashicorp's `golang-lru`) of at most `max_cache_size` label sets, kept and dropped results
-//! alike; a hit skips the rules entirely. The key is the label set as received (sorted by name),
-//! so Alloy and we count two inputs differing only by an empty-valued label as two entries.
-//! Kept-unchanged results store no second copy of the labels. An `update` with different rules
+//! alike; a hit skips the rules entirely. The key is the profile's label set as received. Alloy
+//! keys by the label list and counts two inputs differing only by an empty-valued label as two
+//! entries; a profile's [`LabelSet`] holds no empty value (producers never send one), so here
+//! they are one. Kept-unchanged results store no second copy of the labels. An `update` with different rules
 //! empties the cache (and takes effect for the next profile); one that only changes
 //! `max_cache_size` resizes it, evicting the least recently used entries; one that changes
 //! neither (just `forward_to`) keeps it. A result computed with old rules while an update ran is
@@ -77,7 +79,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::profiles::{Appendable, FanOut, Label, Profile, Receiver};
+use crate::profiles::{Appendable, FanOut, Profile, Receiver};
 use crate::relabel::block::{compile, rules_value};
 use crate::relabel::{LabelSet, Relabeler, RuleConfig};
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
@@ -93,45 +95,34 @@ use metrics::{InstanceMetrics, RelabelMetrics};
 enum Outcome {
     /// Dropped by a rule, or left with no labels.
     Drop,
-    /// Kept with exactly the incoming labels (sorted by name).
+    /// Kept with exactly the incoming labels.
     Unchanged,
-    /// Kept with these labels, sorted by name.
-    Relabelled(Arc<[Label]>),
+    /// Kept with these labels (shared with the cache: a hit clones a pointer under the lock,
+    /// then a set of reference counts for the profile).
+    Relabelled(Arc<LabelSet>),
 }
 
 impl Outcome {
-    /// Runs `relabeler` over `labels` (sorted by name).
-    fn compute(relabeler: &Relabeler, labels: &[Label]) -> Outcome {
-        let mut set: LabelSet = labels
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
-            .collect();
+    /// Runs `relabeler` over `labels`.
+    fn compute(relabeler: &Relabeler, labels: &LabelSet) -> Outcome {
+        let mut set = labels.clone();
         if !relabeler.process(&mut set) || set.is_empty() {
             return Outcome::Drop;
         }
-        let unchanged = set.len() == labels.len()
-            && set
-                .iter()
-                .zip(labels)
-                .all(|((n, v), (in_n, in_v))| n == in_n && v == in_v);
-        if unchanged {
+        if set == *labels {
             Outcome::Unchanged
         } else {
-            Outcome::Relabelled(
-                set.iter()
-                    .map(|(n, v)| (n.to_string(), v.to_string()))
-                    .collect(),
-            )
+            Outcome::Relabelled(Arc::new(set))
         }
     }
 
     /// Gives `labels` their new value; false when the profile is dropped.
-    fn apply(&self, labels: &mut Vec<Label>) -> bool {
+    fn apply(&self, labels: &mut LabelSet) -> bool {
         match self {
             Outcome::Drop => false,
             Outcome::Unchanged => true,
             Outcome::Relabelled(new) => {
-                *labels = new.to_vec();
+                *labels = LabelSet::clone(new);
                 true
             }
         }
@@ -158,10 +149,7 @@ struct Shared {
 
 impl Shared {
     /// Relabels `labels` in place (through the cache); false when the profile is dropped.
-    fn relabel(&self, labels: &mut Vec<Label>) -> bool {
-        // The cache key: order is not significant in a profile's labels. Stable, so that of two
-        // labels with the same name the last still wins, as when the label set is built.
-        labels.sort_by(|a, b| a.0.cmp(&b.0));
+    fn relabel(&self, labels: &mut LabelSet) -> bool {
         let (relabeler, generation) = {
             let mut state = lock(&self.state);
             if let Some(outcome) = state.cache.get(labels) {
@@ -179,7 +167,7 @@ impl Shared {
             if state.generation == generation {
                 state
                     .cache
-                    .insert(Arc::from(labels.as_slice()), outcome.clone());
+                    .insert(Arc::new(labels.clone()), outcome.clone());
                 self.metrics.cache_size(state.cache.len());
             }
         }
@@ -202,7 +190,13 @@ impl Appendable for Shared {
         for mut profile in profiles {
             self.metrics.processed.inc_by(1);
             // Alloy forwards a profile without labels as it is, without consulting the rules.
-            if profile.labels.is_empty() || self.relabel(&mut profile.labels) {
+            if profile.labels.is_empty() {
+                kept.push(profile);
+            } else if self.relabel(&mut profile.labels) {
+                // The rules ran over the set, in which a name the producer repeated holds its
+                // last value: the result has no duplicate left (as when labels were a list
+                // turned into a set here).
+                profile.duplicate_labels.clear();
                 kept.push(profile);
             } else {
                 dropped += 1;

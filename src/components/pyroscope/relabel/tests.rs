@@ -3,6 +3,7 @@
 
 use super::args::decode_args;
 use super::*;
+use crate::profiles::Label;
 use crate::profiles::collect::Collect;
 use crate::runtime::metrics::MetricsRegistry;
 use crate::syntax::decode;
@@ -10,7 +11,17 @@ use crate::syntax::types::CapsuleRef;
 
 /// The labels of every profile collected, each set sorted.
 fn labels_of(c: &Collect) -> Vec<Vec<Label>> {
-    c.got().iter().map(|p| sorted(p.labels.clone())).collect()
+    c.got()
+        .iter()
+        .map(|p| {
+            sorted(
+                p.labels
+                    .iter()
+                    .map(|(n, v)| (n.to_string(), v.to_string()))
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 fn sorted(mut l: Vec<Label>) -> Vec<Label> {
@@ -82,6 +93,20 @@ fn relabel_one(rules: &str, input: &[(&str, &str)]) -> Option<Vec<Label>> {
 }
 
 type Pairs<'a> = &'a [(&'a str, &'a str)];
+
+/// A name the producer gave twice: the rules see its last value, and the forwarded profile is
+/// an ordinary one (no duplicate left for `pyroscope.write` to refuse), as when relabelling
+/// turned the label list into a set itself.
+#[test]
+fn a_repeated_name_keeps_its_last_value_and_is_no_longer_a_duplicate() {
+    let (c, r) = Collect::receiver();
+    let running = start("pyroscope.relabel.dup", "", vec![r]);
+    running.send(&[("service_name", "a"), ("env", "x"), ("service_name", "b")]);
+    let got = c.got();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].label("service_name"), Some("b"));
+    assert!(got[0].duplicate_labels.is_empty());
+}
 
 #[test]
 fn rules_apply_to_profile_labels() {

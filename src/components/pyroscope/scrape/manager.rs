@@ -94,11 +94,12 @@ impl Manager {
                     continue;
                 }
             };
-            // Prepared once here; each scrape of the loop clones this list into its profile.
-            let labels = t.forward_labels();
-            let blocked = check_label_limits(&labels, &limits)
+            let blocked = check_label_limits(&t.forward_labels(), &limits)
                 .err()
                 .map(|m| ScrapeError::new(Reason::LabelLimit, m));
+            // Prepared once here; each scrape of the loop clones this set into its profile
+            // (reference counts, no string copies).
+            let labels = t.forward_label_set();
             let get = |k: &str| t.labels.get(k).unwrap_or("");
             let metrics_key = self
                 .metrics

@@ -31,8 +31,9 @@ use super::process::{Processed, Processor};
 use super::target::ScrapeTarget;
 use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::httpclient::HttpClient;
+use crate::labels::LabelSet;
 use crate::pprof::SeriesState;
-use crate::profiles::{Appendable as _, FanOut, Label, Profile};
+use crate::profiles::{Appendable as _, FanOut, Profile};
 use crate::runtime::metrics::Labels as MetricLabels;
 
 /// Bodies larger than this are processed on the processor's own threads rather than on a
@@ -63,8 +64,9 @@ pub struct Env {
 pub struct LoopTarget {
     pub scrape: ScrapeTarget,
     pub url: reqwest::Url,
-    /// What every forwarded profile is labelled with.
-    pub labels: Vec<Label>,
+    /// What every forwarded profile is labelled with: built once per target, shared by every
+    /// profile (a clone per scrape copies no label string).
+    pub labels: LabelSet,
     pub metrics_key: MetricLabels,
     /// Set when the target breaks a label limit: it is not scraped.
     pub blocked: Option<ScrapeError>,
@@ -385,11 +387,7 @@ async fn scrape_once(
 
     let outcome = match result {
         Ok(Processed::Send(raw)) => {
-            let profile = Profile {
-                labels: target.labels.clone(),
-                raw,
-                received_at: SystemTime::now(),
-            };
+            let profile = Profile::with_labels(target.labels.clone(), raw);
             let t = Instant::now();
             env.fanout.append(vec![profile]);
             env.metrics

@@ -3,9 +3,10 @@
 //!
 //! Labels stay shared from discovery to here: `targets` decodes into [`DiscoveredTarget`]s that
 //! hold the discovery component's own [`LabelSet`]s, and a scrape target's [`TargetLabels`] is
-//! a clone of one (reference counts) plus the few labels target building adds. The strings are
-//! copied once per scrape target when the targets change, into the label list its profiles
-//! carry ([`ScrapeTarget::forward_labels`]); each scrape clones that list.
+//! a clone of one (reference counts) plus the few labels target building adds. The label set
+//! its profiles carry ([`ScrapeTarget::forward_label_set`]) is one more such clone, built once
+//! per scrape target when the targets change; each scrape clones that set, so no label string
+//! is copied between discovery and the write path.
 //!
 //! Every quirk the spec lists, and what we do about it:
 //!
@@ -278,6 +279,26 @@ impl ScrapeTarget {
         ] {
             if !self.labels.contains(k) {
                 out.push((k.to_string(), v.to_string()));
+            }
+        }
+        out
+    }
+
+    /// [`forward_labels`](Self::forward_labels) as the shared set profiles carry: a clone of the
+    /// target's own set (reference counts) with the same labels added, empty values left out
+    /// (they mean absent, and every consumer ignores them).
+    pub fn forward_label_set(&self) -> LabelSet {
+        let mut out = self.labels.set.clone();
+        if self.already_delta() {
+            out.set(DELTA, "false");
+        }
+        for (k, v) in [
+            (SCOPE_NAME, SCOPE_NAME_VALUE),
+            (SCOPE_VERSION, env!("CARGO_PKG_VERSION")),
+        ] {
+            // As there: a target that sets the label, even to "", keeps its own.
+            if !self.labels.contains(k) {
+                out.set(k, v);
             }
         }
         out
@@ -1165,6 +1186,12 @@ mod tests {
             ]
         );
         assert!(!fwd(&ts[0]).iter().any(|l| l.starts_with("__delta__")));
+        for t in &ts {
+            assert_eq!(
+                t.forward_label_set(),
+                t.forward_labels().into_iter().collect::<LabelSet>()
+            );
+        }
         // A target's own scope label wins.
         let ts = targets_for(
             &labels(&[("__address__", "a:1"), ("otel.scope.name", "mine")]),
@@ -1173,6 +1200,10 @@ mod tests {
         )
         .expect("targets");
         let f = ts[0].forward_labels();
+        assert_eq!(
+            ts[0].forward_label_set().get("otel.scope.name"),
+            Some("mine")
+        );
         assert_eq!(
             f.iter()
                 .filter(|(k, _)| k == "otel.scope.name")
@@ -1221,6 +1252,11 @@ mod tests {
         let got = t.forward_labels();
         let got: Vec<(&str, &str)> = got.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         assert_eq!(got, want);
+        // The set profiles carry: the same labels, empty ones left out.
+        assert_eq!(
+            t.forward_label_set(),
+            t.forward_labels().into_iter().collect::<LabelSet>()
+        );
         assert_eq!(
             format!("{:?}", t.labels),
             format!("{:?}", t.labels.iter().collect::<BTreeMap<_, _>>()),

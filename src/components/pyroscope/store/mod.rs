@@ -418,13 +418,15 @@ mod tests {
 
     fn profile(service: &str, at: SystemTime) -> Profile {
         Profile {
-            labels: vec![
-                ("service_name".into(), service.into()),
-                ("__name__".into(), "process_cpu".into()),
-                ("__address__".into(), "10.0.0.1:6060".into()),
-            ],
-            raw: crate::pprof::gzip(format!("profile of {service}").as_bytes(), 1).into(),
             received_at: at,
+            ..Profile::new(
+                vec![
+                    ("service_name".into(), service.into()),
+                    ("__name__".into(), "process_cpu".into()),
+                    ("__address__".into(), "10.0.0.1:6060".into()),
+                ],
+                crate::pprof::gzip(format!("profile of {service}").as_bytes(), 1),
+            )
         }
     }
 
