@@ -61,6 +61,7 @@
 
 pub mod args;
 pub mod error;
+mod events;
 pub mod fetch;
 pub mod manager;
 pub mod metrics;

@@ -25,6 +25,7 @@ use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{Reason, ScrapeError};
+use super::events::{ScrapeFailed, ScrapeShed};
 use super::fetch::{FetchRequest, fetch};
 use super::metrics::ComponentMetrics;
 use super::process::{Processed, Processor};
@@ -34,6 +35,7 @@ use crate::httpclient::HttpClient;
 use crate::labels::LabelSet;
 use crate::pprof::SeriesState;
 use crate::profiles::{Appendable as _, FanOut, Profile};
+use crate::runtime::event::emit;
 use crate::runtime::metrics::Labels as MetricLabels;
 
 /// Bodies larger than this are processed on the processor's own threads rather than on a
@@ -432,15 +434,14 @@ async fn scrape_once(
             s.last_outcome = text;
         }
         Err(e) => {
-            env.metrics.error(e.reason);
-            // Log a failure when it starts or changes; repeats only at debug level.
             let repeated = s.health == TargetHealth::Down
                 && s.last_error.as_ref().is_some_and(|p| p.reason == e.reason);
-            if repeated {
-                tracing::debug!(url = %target.scrape.url, reason = %e.reason, err = %e, "scrape failed");
-            } else {
-                tracing::warn!(url = %target.scrape.url, reason = %e.reason, err = %e, "scrape failed");
-            }
+            emit(ScrapeFailed {
+                metrics: &env.metrics,
+                url: &target.scrape.url,
+                error: &e,
+                repeated,
+            });
             s.failures += 1;
             s.health = TargetHealth::Down;
             s.last_error = Some(e);
@@ -459,14 +460,12 @@ fn shed(
     state_memory: &mut Option<Reservation>,
     after_request: bool,
 ) {
-    budget.count_shed(Use::Scrape, priority);
     // Delta state is what lets a loop send at all, so it goes only when accounted memory is
     // beyond the whole budget, not merely beyond this priority's share.
     let dropped_state = state.is_some() && budget.over(Priority::High);
     if dropped_state {
         *state = None;
         *state_memory = None;
-        budget.count_shed(Use::DeltaState, priority);
     }
     let mut s = shared.lock_status();
     s.shed += 1;
@@ -477,19 +476,15 @@ fn shed(
     } else {
         "shed: no room in the memory budget".to_string()
     };
-    if !s.shedding {
-        s.shedding = true;
-        tracing::warn!(
-            url = %target.scrape.url,
-            priority = priority.as_str(),
-            used = budget.used(),
-            limit = budget.limit(),
-            dropped_state,
-            "scrape shed: the memory budget is full"
-        );
-    } else {
-        tracing::debug!(url = %target.scrape.url, priority = priority.as_str(), dropped_state, "scrape shed");
-    }
+    let first = !s.shedding;
+    s.shedding = true;
+    emit(ScrapeShed {
+        budget,
+        url: &target.scrape.url,
+        priority,
+        dropped_state,
+        first,
+    });
 }
 
 /// Processes a body; also returns the working memory it took.
