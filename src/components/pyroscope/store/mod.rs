@@ -36,6 +36,7 @@
 //! store engine, `crate::store`.
 
 pub mod args;
+mod events;
 mod metrics;
 mod writer;
 
@@ -48,11 +49,13 @@ use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 pub use self::args::Arguments;
+use self::events::ProfilesDropped;
 use self::metrics::{InstanceMetrics, StoreMetrics};
 use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::gocompat::time::format_go_duration;
 use crate::gocompat::time::rfc3339_millis;
 use crate::profiles::{Appendable, Profile, Receiver};
+use crate::runtime::event::emit;
 use crate::runtime::{BoxError, Component, ComponentOptions, Health};
 use crate::store::{Db, OpenStore, OpenStores, Removed, Stats};
 use crate::syntax::value::Value;
@@ -198,19 +201,21 @@ impl Appendable for Sink {
                 }
             }
         }
-        if dropped > 0 {
-            s.dropped.fetch_add(dropped as u64, Ordering::Relaxed);
-            s.metrics.dropped(metrics::DropReason::QueueFull, dropped);
+        emit(ProfilesDropped {
+            shared: s,
+            reason: metrics::DropReason::QueueFull,
+            profiles: dropped,
+            detail: None,
+        });
+        for _ in 0..over_budget {
+            s.budget.count_shed(Use::StoreQueue, Priority::Normal);
         }
-        if over_budget > 0 {
-            s.dropped.fetch_add(over_budget as u64, Ordering::Relaxed);
-            s.metrics
-                .dropped(metrics::DropReason::MemoryBudget, over_budget);
-            for _ in 0..over_budget {
-                s.budget.count_shed(Use::StoreQueue, Priority::Normal);
-            }
-            tracing::debug!(component_id = %s.id, profiles = over_budget, "memory budget full: profiles not queued for the store");
-        }
+        emit(ProfilesDropped {
+            shared: s,
+            reason: metrics::DropReason::MemoryBudget,
+            profiles: over_budget,
+            detail: None,
+        });
         s.metrics.queue(s.queued_profiles.load(Ordering::Relaxed));
     }
 }

@@ -9,9 +9,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
 
+use super::events::{OperationFailed, ProfilesDropped};
 use super::metrics::{DropReason, Op};
 use super::{Failure, Shared};
 use crate::profiles::Profile;
+use crate::runtime::event::emit;
 use crate::store::{Db, StoreError, size_budget};
 
 /// Longest wait for a profile before the writer looks at its other duties.
@@ -165,11 +167,12 @@ fn drop_queued(shared: &Shared, rx: &mpsc::Receiver<Profile>) {
         bytes += p.raw.len();
     }
     dequeued(shared, n, bytes);
-    if n > 0 {
-        shared.dropped.fetch_add(n as u64, Ordering::Relaxed);
-        shared.metrics.dropped(DropReason::Unavailable, n);
-        tracing::warn!(component_id = %shared.id, profiles = n, "store not open at shutdown, queued profiles dropped");
-    }
+    emit(ProfilesDropped {
+        shared,
+        reason: DropReason::Unavailable,
+        profiles: n,
+        detail: None,
+    });
 }
 
 /// Stores a batch; returns whether the store is now over its size budget.
@@ -183,16 +186,16 @@ fn write(shared: &Shared, db: &Db, batch: &[Profile]) -> bool {
             shared
                 .written
                 .fetch_add(a.profiles as u64, Ordering::Relaxed);
-            let skipped = a.invalid_labels + a.invalid_profile;
-            if skipped > 0 {
-                shared.dropped.fetch_add(skipped as u64, Ordering::Relaxed);
-                shared
-                    .metrics
-                    .dropped(DropReason::InvalidLabels, a.invalid_labels);
-                shared
-                    .metrics
-                    .dropped(DropReason::InvalidProfile, a.invalid_profile);
-                tracing::debug!(component_id = %shared.id, skipped, reason = a.first_skip.as_deref().unwrap_or(""), "profiles not stored");
+            for (reason, profiles) in [
+                (DropReason::InvalidLabels, a.invalid_labels),
+                (DropReason::InvalidProfile, a.invalid_profile),
+            ] {
+                emit(ProfilesDropped {
+                    shared,
+                    reason,
+                    profiles,
+                    detail: a.first_skip.as_deref(),
+                });
             }
             tracing::trace!(component_id = %shared.id, profiles = a.profiles, bytes = a.bytes, new_series = a.new_series, elapsed_ms = started.elapsed().as_millis() as u64, "batch stored");
             *super::lock(&shared.unhealthy) = None;
@@ -203,10 +206,12 @@ fn write(shared: &Shared, db: &Db, batch: &[Profile]) -> bool {
                 .is_some_and(|s| s.data_bytes > budget)
         }
         Err(e) => {
-            shared
-                .dropped
-                .fetch_add(batch.len() as u64, Ordering::Relaxed);
-            shared.metrics.dropped(DropReason::WriteError, batch.len());
+            emit(ProfilesDropped {
+                shared,
+                reason: DropReason::WriteError,
+                profiles: batch.len(),
+                detail: None,
+            });
             failed(shared, Op::Append, &e);
             *super::lock(&shared.unhealthy) = Some(format!("writing profiles failed: {e}"));
             false
@@ -254,7 +259,6 @@ pub(super) fn refresh_stats(shared: &Shared, db: &Db) {
 /// cannot be opened fails every couple of seconds). A handle that redb poisoned after an I/O
 /// error is closed so that the next round reopens it.
 fn failed(shared: &Shared, op: Op, e: &StoreError) {
-    shared.metrics.error(op);
     let message = e.to_string();
     let repeated = {
         let mut last = super::lock(&shared.last_error);
@@ -268,9 +272,12 @@ fn failed(shared: &Shared, op: Op, e: &StoreError) {
         });
         repeated
     };
-    if !repeated {
-        tracing::warn!(component_id = %shared.id, operation = op.as_str(), error = %e, "store operation failed");
-    }
+    emit(OperationFailed {
+        shared,
+        op,
+        error: e,
+        repeated,
+    });
     if e.needs_reopen() && shared.set_db(None).is_some() {
         tracing::warn!(component_id = %shared.id, "closing the store after an I/O error; it will be reopened");
     }
