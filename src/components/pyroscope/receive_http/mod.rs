@@ -52,6 +52,7 @@
 
 pub mod args;
 pub mod convert;
+mod events;
 pub mod folded;
 pub mod ingest;
 pub mod labelset;

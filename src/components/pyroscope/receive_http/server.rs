@@ -32,12 +32,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::HttpConfig;
 use super::convert::Converted;
+use super::events::{RequestRejected, RequestShed, SheddingEnded};
 use super::ingest::{self, IngestRequest};
 use super::metrics::InstanceMetrics;
 use super::push::{self, Codec};
 use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::pprof::{self, Limits, PprofError};
 use crate::profiles::{Appendable as _, FanOut, Profile};
+use crate::runtime::event::emit;
 
 /// Converting an `/ingest` body takes up to this many times its uncompressed size: the pprof is
 /// decoded (its vectors), then converted to copies per sample type.
@@ -290,17 +292,12 @@ fn body_error_status(e: &BodyError, ingest: bool) -> u16 {
 
 impl RouteState {
     fn reject(&self, route: &str, status: u16, code: &str, message: &str) -> Response {
-        self.shared.metrics.request(route, status);
-        self.shared
-            .requests_rejected
-            .fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(
-            component_id = %self.shared.id,
+        emit(RequestRejected {
+            shared: &self.shared,
             route,
             status,
-            error = message,
-            "request rejected"
-        );
+            message,
+        });
         json_error(status, code, message)
     }
 
@@ -314,29 +311,19 @@ impl RouteState {
             (pprof::codec::declared_size(body) as u64).min(self.shared.limit().max(size));
         let need = size.saturating_add(uncompressed.saturating_mul(factor));
         let budget = &self.shared.budget;
-        let shedding = &self.shared.shedding;
         let Some(reservation) = budget.try_reserve(Use::Receive, Priority::Normal, need) else {
-            budget.count_shed(Use::Receive, Priority::Normal);
-            if !shedding.swap(true, Ordering::Relaxed) {
-                tracing::warn!(
-                    component_id = %self.shared.id,
-                    need,
-                    used = budget.used(),
-                    limit = budget.limit(),
-                    "requests refused with 429: the memory budget is full"
-                );
-            }
+            emit(RequestShed {
+                shared: &self.shared,
+                need,
+            });
             return Err(format!(
                 "the memory budget (--memory.limit) has no room to convert this request \
                  ({need} bytes); retry later"
             ));
         };
-        if shedding.swap(false, Ordering::Relaxed) {
-            tracing::info!(
-                component_id = %self.shared.id,
-                "requests accepted again: the memory budget has room"
-            );
-        }
+        emit(SheddingEnded {
+            shared: &self.shared,
+        });
         Ok(reservation)
     }
 }
