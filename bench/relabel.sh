@@ -7,8 +7,8 @@
 # Workload: the 12 rules of shared/alloy-corpus/profiling/seed-otel-collector.alloy over 10,000
 # pod-role targets of 60 labels (benches/relabel.rs writes it as JSON; the Go program reads the
 # same file). Go side: github.com/prometheus/prometheus/model/relabel from Debian's `prometheus`
-# source package (apt-get source; a deb-src entry is added if missing), built in GOPATH mode
-# against Debian's golang-*-dev packages. Needs root for apt-get on a fresh machine.
+# source package (fetched with `apt-get source`), built in GOPATH mode against Debian's
+# golang-*-dev packages. The script installs nothing: it names what is missing and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -25,25 +25,18 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# A benchmark installs nothing itself (as the tests do not): it says what to install and stops.
 if [ ${#missing[@]} -gt 0 ]; then
-  log "apt-get install ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "missing Debian packages: ${missing[*]}" >&2
+  echo "install them with: apt-get install -y --no-install-recommends ${missing[*]}" >&2
+  exit 1
 fi
 src=$(ls -d "$WORK"/src/prometheus-2.* 2>/dev/null | head -1 || true)
 if [ -z "$src" ]; then
-  if ! grep -rqs '^Types: deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    log "adding a deb-src entry for Debian's source packages"
-    suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
-    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-      "$suite" > /etc/apt/sources.list.d/debian-src.sources
-    apt-get update -qq
-  fi
-  log "apt-get source prometheus"
-  mkdir -p "$WORK/src"
-  (cd "$WORK/src" && apt-get source -qq prometheus >/dev/null 2>&1)
-  src=$(ls -d "$WORK"/src/prometheus-2.* | head -1)
+  echo "Prometheus' Debian source package is not in $WORK/src." >&2
+  echo "fetch it with: mkdir -p '$WORK/src' && cd '$WORK/src' && apt-get source prometheus" >&2
+  echo "(apt-get source needs a deb-src entry in /etc/apt/sources.list.d/)" >&2
+  exit 1
 fi
 
 # 2. Build the Go program in GOPATH mode.
