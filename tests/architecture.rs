@@ -504,6 +504,19 @@ fn no_file_has_more_than_800_lines_of_code() {
 /// of the runtime).
 const SPAWN_ALLOWED: &[&str] = &["src/runtime/", "src/pprof/self_profile.rs"];
 
+/// Lines of `code` that spawn with tokio directly instead of through `runtime::task`.
+fn unnamed_spawns(code: &str) -> Vec<&str> {
+    const DIRECT: [&str; 4] = [
+        "tokio::spawn(",
+        "tokio::task::spawn",
+        "runtime.spawn(",
+        "handle.spawn(",
+    ];
+    code.lines()
+        .filter(|line| DIRECT.iter().any(|p| line.contains(p)))
+        .collect()
+}
+
 #[test]
 fn tasks_are_spawned_with_a_name() {
     let sources = sources();
@@ -515,16 +528,8 @@ fn tasks_are_spawned_with_a_name() {
             continue;
         }
         let code = without_tests(&strip_comments(&s.text));
-        for (n, line) in code.lines().enumerate() {
-            if ["tokio::spawn(", "spawn_blocking(", "runtime.spawn("]
-                .iter()
-                .any(|p| line.contains(p))
-                && !line.contains("runtime::task::")
-                && !line.contains("task::spawn")
-            {
-                unnamed.push(format!("{}: {}", rel.display(), line.trim()));
-                let _ = n;
-            }
+        for line in unnamed_spawns(&code) {
+            unnamed.push(format!("{}: {}", rel.display(), line.trim()));
         }
     }
     assert!(
@@ -578,6 +583,12 @@ fn the_checks_catch_what_they_claim_to() {
     assert!(
         refs.contains(&"components::pyroscope::ebpf::Z".to_string()),
         "{refs:?}"
+    );
+
+    let spawns = "task::spawn(\"x\", f);\ntokio::task::spawn_blocking(g);\ntokio::spawn(h);\n";
+    assert_eq!(
+        unnamed_spawns(spawns),
+        ["tokio::task::spawn_blocking(g);", "tokio::spawn(h);"]
     );
 
     let text = "fn a() {}\n// comment\n\n#[cfg(test)]\nmod tests {\n    fn b() {}\n}\nfn c() {}\n";
