@@ -32,6 +32,18 @@ fn main() -> Result<(), Box<dyn Error>> {
         println!("cargo:rerun-if-changed={proto}");
     }
 
+    // `scraper_build_info{rustversion}`: the compiler cargo runs for this build.
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = std::process::Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|v| v.split_whitespace().nth(1).map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=SCRAPER_RUSTC_VERSION={version}");
+    println!("cargo:rerun-if-env-changed=SCRAPER_REVISION");
+
     let descriptors = protox::compile(&protos, [PROTO_DIR])?;
     prost_build::Config::new()
         // Received profiles are handed on without copying (test receivers, receive_http).

@@ -41,6 +41,12 @@ async fn endpoints_reload_and_shutdown() {
         "alloy_config_last_load_successful 1",
         r#"alloy_component_controller_running_components{health_type="healthy"} 0"#,
         "# TYPE alloy_component_evaluation_seconds histogram",
+        // What every Prometheus client exposes, and which build runs.
+        "process_cpu_seconds_total ",
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        "process_start_time_seconds ",
+        "scraper_build_info{version=\"",
     ] {
         assert!(metrics.contains(want), "missing {want:?} in\n{metrics}");
     }

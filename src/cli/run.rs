@@ -11,6 +11,7 @@ use super::RunArgs;
 use crate::budget::{Budget, BudgetMetrics, parse_limit};
 use crate::components;
 use crate::runtime::logging::{self, LoggingConfig, LoggingHandle};
+use crate::runtime::process_metrics::ProcessCollector;
 use crate::runtime::{Controller, ControllerOptions, MetricsRegistry, Services};
 use crate::server::{self, AppState};
 use crate::store::OpenStores;
@@ -33,6 +34,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "starting scraper");
     let metrics = MetricsRegistry::new();
+    metrics.register_collector(Box::new(ProcessCollector));
     let limit = parse_limit(&args.memory_limit)?;
     let budget = Budget::new(limit);
     budget.set_metrics(BudgetMetrics::register(&metrics));

@@ -12,13 +12,19 @@ pub fn parse_time(s: &str, now: SystemTime) -> Result<SystemTime, String> {
         if rel.is_empty() {
             return Ok(now);
         }
-        let (sign, dur) = rel.split_at(1);
+        // Split after the first character, not the first byte: `nowé` must be an error, not
+        // a panic on a char boundary.
+        let mut chars = rel.chars();
+        let sign = chars.next().map(String::from).unwrap_or_default();
+        let dur = chars.as_str();
         let d = parse_span(dur).map_err(|e| format!("invalid time {s:?}: {e}"))?;
-        return match sign {
+        return match sign.as_str() {
             "-" => now
                 .checked_sub(d)
                 .ok_or_else(|| format!("invalid time {s:?}: before 1970")),
-            "+" => Ok(now + d),
+            "+" => now
+                .checked_add(d)
+                .ok_or_else(|| format!("invalid time {s:?}: too far in the future")),
             _ => Err(format!(
                 "invalid time {s:?}: expected now-DURATION or now+DURATION"
             )),
@@ -98,7 +104,17 @@ mod tests {
             let t = parse_time(s, now).expect(s);
             assert_eq!(t, UNIX_EPOCH + Duration::from_secs(want), "{s}");
         }
-        for bad in ["", "now-", "now*1h", "yesterday", "now-1x", "2026-11-22"] {
+        for bad in [
+            "",
+            "now-",
+            "now*1h",
+            "yesterday",
+            "now-1x",
+            "2026-11-22",
+            "nowé",
+            "nowé1h",
+            "now+99999999999999w",
+        ] {
             assert!(parse_time(bad, now).is_err(), "{bad}");
         }
     }

@@ -68,6 +68,11 @@ impl MetricsRegistry {
         set
     }
 
+    /// Adds a collector asked for its metrics at each encoding (`process_*`, build info).
+    pub fn register_collector(&self, collector: Box<dyn prometheus_client::collector::Collector>) {
+        lock(&self.inner.registry).register_collector(collector);
+    }
+
     /// The exposition in OpenMetrics text format (what `/metrics` serves).
     pub fn encode(&self) -> Result<String, fmt::Error> {
         let mut out = String::new();

@@ -18,6 +18,7 @@ mod loader;
 mod logfmt;
 pub mod logging;
 pub mod metrics;
+pub mod process_metrics;
 pub mod registry;
 pub mod services;
 pub mod size;

@@ -130,8 +130,11 @@ pub fn convert(
         p.time_nanos = meta.start_nanos;
         changed = true;
     }
-    if is_scripting(meta.spy) {
-        changed |= rename_scripting_functions(&mut p, meta.spy == "pyspy");
+    if is_scripting(meta.spy) && rename_scripting_functions(&mut p, meta.spy == "pyspy") {
+        changed = true;
+        // The renaming adds functions and rewrites references: what is stored must still be
+        // a valid profile, so check it again rather than trust the rewrite.
+        pprof::validate(&p)?;
     }
     if dotnet {
         changed |= fix_dotnet(&mut p);
@@ -214,7 +217,12 @@ fn rename_scripting_functions(p: &mut Pprof, pyspy: bool) -> bool {
         .enumerate()
         .map(|(i, f)| (f.id, i))
         .collect();
-    let mut max_id = p.function.iter().map(|f| f.id).max().unwrap_or(0);
+    // New functions need ids no function uses. Counting up from the largest id overflowed
+    // when a profile already used `u64::MAX` (and wrapped to the invalid id 0 in release), so
+    // take the lowest free ids instead: `next` only grows, so the search is linear overall,
+    // and there are fewer ids in use than `u64::MAX`.
+    let used: std::collections::HashSet<u64> = index.keys().copied().collect();
+    let mut next_id = 1u64;
     let mut renamed: HashMap<String, u64> = HashMap::new();
     let mut new_strings: HashMap<String, i64> = HashMap::new();
     let mut new_functions: Vec<Function> = Vec::new();
@@ -232,7 +240,11 @@ fn rename_scripting_functions(p: &mut Pprof, pyspy: bool) -> bool {
             let id = match renamed.get(&name) {
                 Some(&id) => id,
                 None => {
-                    max_id += 1;
+                    while used.contains(&next_id) {
+                        next_id += 1;
+                    }
+                    let id = next_id;
+                    next_id += 1;
                     let sid = match new_strings.get(&name) {
                         Some(&s) => s,
                         None => {
@@ -244,14 +256,14 @@ fn rename_scripting_functions(p: &mut Pprof, pyspy: bool) -> bool {
                     };
                     let f = &p.function[fi];
                     new_functions.push(Function {
-                        id: max_id,
+                        id,
                         name: sid,
                         system_name: f.system_name,
                         filename: f.filename,
                         start_line: f.start_line,
                     });
-                    renamed.insert(name, max_id);
-                    max_id
+                    renamed.insert(name, id);
+                    id
                 }
             };
             p.location[li].line[ni].function_id = id;
@@ -642,6 +654,30 @@ pub(crate) mod tests {
         let file = abs.function[0].filename as usize;
         abs.string_table[file] = "/abs/file.py".into();
         assert_eq!(names(&run(&abs, "app", "pyspy")[0].1), ["f1", "f2"]);
+    }
+
+    #[test]
+    fn renaming_survives_the_largest_function_id() {
+        // A function id of u64::MAX overflowed the id counter (a panic in debug builds, the
+        // invalid id 0 in release): new functions now take free ids, and the result is valid.
+        let mut p = profile(&[("cpu", "nanoseconds")], &[(0, 5, &[]), (1, 3, &[])], 1);
+        let old = p.function[0].id;
+        p.function[0].id = u64::MAX;
+        for l in &mut p.location {
+            for line in &mut l.line {
+                if line.function_id == old {
+                    line.function_id = u64::MAX;
+                }
+            }
+        }
+        let out = run(&p, "app", "rbspy");
+        let got = &out[0].1;
+        pprof::validate(got).expect("valid after renaming");
+        let mut ids: Vec<u64> = got.function.iter().map(|f| f.id).collect();
+        assert!(!ids.contains(&0));
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), got.function.len(), "ids are unique");
     }
 
     #[test]
