@@ -98,12 +98,19 @@ fn present(stored: &HashSet<(String, u128)>, round: u64, n: u64) -> usize {
 fn killed_writer_loses_at_most_the_batch_in_flight() {
     let dir = tempfile::tempdir().expect("tempdir");
     let templates = templates();
-    let mut rng = Rng::new(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1),
-    );
+    // A new seed each run explores new kill points; printed (and settable) so a failure can be
+    // replayed: `SCRAPER_CRASH_SEED=<seed> cargo test --test store_crash`.
+    let seed = std::env::var("SCRAPER_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    eprintln!("store_crash seed {seed} (replay with SCRAPER_CRASH_SEED={seed})");
+    let mut rng = Rng::new(seed);
     let mut reported: Vec<u64> = Vec::new();
     let mut in_flight_lost = 0;
     for round in 0..ROUNDS {

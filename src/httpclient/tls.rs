@@ -2,7 +2,9 @@
 //! because reqwest alone cannot verify against a `server_name` other than the URL's host.
 //!
 //! * CA: `ca_pem`/`ca_file` replace the system roots (as Go's `RootCAs`); without them the
-//!   platform verifier uses the system's trust store.
+//!   platform verifier uses the system's trust store. As in Go, a server certificate that is
+//!   itself one of the given CAs (a self-signed certificate handed over as `ca_file`) is
+//!   trusted, still subject to its names, validity period and extended key usage.
 //! * `server_name`: certificates are verified against this name instead of the URL's host.
 //!   (Go also sends it as SNI; here SNI stays the URL's host.)
 //! * `insecure_skip_verify`: any certificate is accepted; handshake signatures are still checked.
@@ -59,12 +61,20 @@ pub(crate) fn client_config(
                 "unable to use specified CA cert: no certificates found".into(),
             ));
         }
-        rustls::client::WebPkiServerVerifier::builder_with_provider(
+        let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
             Arc::new(roots),
             provider.clone(),
         )
         .build()
-        .map_err(|e| HttpClientError::Tls(e.to_string()))?
+        .map_err(|e| HttpClientError::Tls(e.to_string()))?;
+        let pool = CertificateDer::pem_slice_iter(&ca)
+            .filter_map(Result::ok)
+            .map(CertificateDer::into_owned)
+            .collect();
+        Arc::new(GoRoots {
+            inner: webpki,
+            pool,
+        })
     } else {
         Arc::new(
             rustls_platform_verifier::Verifier::new(provider.clone())
@@ -165,6 +175,122 @@ impl ServerCertVerifier for OverrideName {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
     }
+}
+
+/// Go's `x509.Certificate.Verify` trusts a leaf found byte for byte in `RootCAs` as a chain of
+/// its own; webpki refuses it (`CaUsedAsEndEntity` for the usual self-signed certificate with
+/// `CA:TRUE`). Alloy users point `ca_file` at such certificates, so this accepts them the way
+/// Go does: the exact certificate must be in the pool, valid now, issued for the name, and
+/// usable for server authentication. Everything else is webpki's verdict.
+#[derive(Debug)]
+struct GoRoots {
+    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    pool: Vec<CertificateDer<'static>>,
+}
+
+impl GoRoots {
+    fn verify_pinned(
+        end_entity: &CertificateDer<'_>,
+        server_name: &ServerName<'_>,
+        now: UnixTime,
+    ) -> Result<(), rustls::Error> {
+        use rustls::CertificateError;
+        let bad = |_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding);
+        webpki::EndEntityCert::try_from(end_entity)
+            .map_err(bad)?
+            .verify_is_valid_for_subject_name(server_name)
+            .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::NotValidForName))?;
+        let (_, cert) = x509_parser::parse_x509_certificate(end_entity.as_ref())
+            .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+        let secs = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+        let validity = cert.validity();
+        if secs < validity.not_before.timestamp() {
+            return Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidYet,
+            ));
+        }
+        if secs > validity.not_after.timestamp() {
+            return Err(rustls::Error::InvalidCertificate(CertificateError::Expired));
+        }
+        // Go checks the leaf's extended key usage against ServerAuth: absent means any.
+        let eku = cert
+            .extended_key_usage()
+            .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+        if let Some(eku) = eku
+            && !(eku.value.any || eku.value.server_auth)
+        {
+            return Err(rustls::Error::InvalidCertificate(
+                CertificateError::InvalidPurpose,
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl ServerCertVerifier for GoRoots {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Ok(v) => Ok(v),
+            Err(e) if self.pool.iter().any(|c| c.as_ref() == end_entity.as_ref()) => {
+                // webpki's error only when the pinned checks pass too would be wrong: report
+                // what is actually wrong with the certificate Go would have judged.
+                Self::verify_pinned(end_entity, server_name, now)
+                    .map(|()| ServerCertVerified::assertion())
+                    .map_err(|pinned| {
+                        tracing::debug!(webpki = %e, "certificate from the CA pool refused");
+                        pinned
+                    })
+            }
+            Err(e) => Err(unknown_issuer_for_foreign_ca(e)),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// webpki says `CaUsedAsEndEntity` for any self-signed CA certificate, also one that is not in
+/// the pool; what the user must fix then is trust (Go: "certificate signed by unknown
+/// authority"), so say that.
+fn unknown_issuer_for_foreign_ca(e: rustls::Error) -> rustls::Error {
+    if let rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) = &e
+        && let Some(webpki::Error::CaUsedAsEndEntity) = other.0.downcast_ref::<webpki::Error>()
+    {
+        return rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+    }
+    e
 }
 
 /// `insecure_skip_verify`: trusts any certificate, but the handshake must still be signed by

@@ -618,6 +618,50 @@ impl TestCa {
     }
 }
 
+/// How [`self_signed`] makes a certificate that signs itself.
+#[derive(Clone, Copy, Debug)]
+pub enum SelfSigned {
+    /// `CA:TRUE`, as `openssl req -x509` makes by default.
+    Ca,
+    /// No basic constraints: a plain self-signed leaf.
+    Leaf,
+    /// Expired a day ago.
+    Expired,
+    /// Extended key usage for client authentication only.
+    ClientAuthOnly,
+}
+
+/// A certificate for `names` signed by its own key.
+pub fn self_signed(names: &[&str], kind: SelfSigned) -> Issued {
+    let key = rcgen::KeyPair::generate().expect("key");
+    let mut params =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .expect("params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "self-signed test server");
+    match kind {
+        SelfSigned::Leaf => {}
+        SelfSigned::Ca => {
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        }
+        SelfSigned::Expired => {
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        }
+        SelfSigned::ClientAuthOnly => {
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        }
+    }
+    let cert = params.self_signed(&key).expect("self-sign");
+    Issued {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    }
+}
+
 /// A receiver requiring client certificates, with the client's side written to files: the
 /// CA that signed the server's certificate (for `server_names`), and a client certificate and
 /// key from a second CA the server trusts. The files live as long as the returned value.
