@@ -245,13 +245,12 @@ impl ServerCertVerifier for GoRoots {
         ) {
             Ok(v) => Ok(v),
             Err(e) if self.pool.iter().any(|c| c.as_ref() == end_entity.as_ref()) => {
-                // webpki's error only when the pinned checks pass too would be wrong: report
-                // what is actually wrong with the certificate Go would have judged.
+                // Go judges a pooled certificate by these checks alone, so their error is the
+                // one to report; webpki's (usually CaUsedAsEndEntity) goes to debug.
                 Self::verify_pinned(end_entity, server_name, now)
                     .map(|()| ServerCertVerified::assertion())
-                    .map_err(|pinned| {
+                    .inspect_err(|_| {
                         tracing::debug!(webpki = %e, "certificate from the CA pool refused");
-                        pinned
                     })
             }
             Err(e) => Err(unknown_issuer_for_foreign_ca(e)),
