@@ -68,12 +68,14 @@ fn report() -> Report {
         profile: profile(&[("main.alpha", 600_000_000), ("main.beta", 100_000_000)]),
         seconds: 60.0,
         instances: 1,
+        profiles: 1,
         label: "before: 12:00..12:01".into(),
     };
     let after = Window {
         profile: profile(&[("main.alpha", 200_000_000), ("main.beta", 500_000_000)]),
         seconds: 60.0,
         instances: 1,
+        profiles: 1,
         label: "after: 13:00..13:01".into(),
     };
     diff(&before, &after, &Options::default()).expect("diff")

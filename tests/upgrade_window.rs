@@ -36,7 +36,7 @@ pyroscope.store "local" {{
 }}
 "#,
         store = store.display(),
-        profiling = support::alloy::profiling_config(&["process_cpu"]),
+        profiling = support::alloy::profiling_config(&["process_cpu", "memory", "goroutine"]),
     )
 }
 
@@ -83,6 +83,42 @@ async fn diff_around_a_mark_shows_cpu_moving_between_functions() {
         out.contains("main.alphaWork") && out.contains("main.betaWork"),
         "{out}"
     );
+    // The report names the mark and reads its window's length as a duration.
+    assert!(out.contains("before \"switch to beta\": "), "{out}");
+    for line in out.lines().filter(|l| l.contains(" × ")) {
+        // "… 8.5s × 1 instance": whole seconds or one decimal, not "8.461389095s".
+        let span = line
+            .split(" × ")
+            .next()
+            .and_then(|l| l.split_whitespace().last())
+            .unwrap_or_default();
+        let decimals = span.split('.').nth(1).map_or(0, |d| d.len() - 1);
+        assert!(span.ends_with('s') && decimals <= 1, "{span:?} in {line}");
+    }
+
+    // Heap in use and goroutines are snapshots: averaged over the window's profiles, never
+    // divided by seconds ("747 KiB/s" of heap means nothing).
+    for ty in ["memory", "goroutine"] {
+        let (ok, out, err) = scraper(&[
+            "diff",
+            r#"{service_name="scrapeapp"}"#,
+            "--type",
+            ty,
+            "--store",
+            &store_arg,
+            "--around-mark",
+            "switch to beta",
+            "--width",
+            "14s",
+        ]);
+        assert!(ok, "scraper diff --type {ty} failed: {out}{err}");
+        eprintln!("{out}");
+        let first = out.lines().next().unwrap_or_default();
+        assert!(first.ends_with(", average per instance"), "{ty}: {out}");
+        assert!(out.contains(" average "), "{ty}: {out}");
+        assert!(!out.contains("/s "), "{ty} printed a rate: {out}");
+    }
+
     let page = std::fs::read_to_string(&html).expect("report written");
     assert!(
         page.contains("main.betaWork") && !page.contains("http://") && !page.contains("https://")
@@ -112,6 +148,7 @@ async fn diff_around_a_mark_shows_cpu_moving_between_functions() {
         scraper::diff::Window {
             seconds: m.profile.duration_nanos as f64 / 1e9 / m.series.max(1) as f64,
             instances: m.series,
+            profiles: m.profiles,
             label: label.to_string(),
             profile: m.profile,
         }

@@ -1,6 +1,6 @@
 //! `scraper diff QUERY --before FROM..TO --after FROM..TO` (or `--around-mark NAME --width
-//! 30m`): what changed between two windows, per function, normalised per second and per
-//! scraped instance; a table on the terminal, and optionally an HTML report with a
+//! 30m`): what changed between two windows, per function, normalised per scraped instance
+//! (per second, or averaged for heap-in-use and goroutine snapshots); a table on the terminal, and optionally an HTML report with a
 //! differential flame graph (`--html`) or an SVG (`--svg`).
 
 use std::path::PathBuf;
@@ -50,16 +50,18 @@ pub(crate) struct DiffCmd {
     source: SourceArgs,
 }
 
-/// The two windows to compare.
+type Range = (SystemTime, SystemTime);
+
+/// The two windows to compare, and the mark they are around, if any.
 fn windows(
     args: &DiffCmd,
     source: &dyn ProfileSource,
     now: SystemTime,
-) -> anyhow::Result<((SystemTime, SystemTime), (SystemTime, SystemTime))> {
+) -> anyhow::Result<(Range, Range, Option<String>)> {
     if let (Some(b), Some(a)) = (&args.before, &args.after) {
         let before = parse_range(b, now).map_err(anyhow::Error::msg)?;
         let after = parse_range(a, now).map_err(anyhow::Error::msg)?;
-        return Ok((before, after));
+        return Ok((before, after, None));
     }
     let Some(name) = &args.around_mark else {
         anyhow::bail!("give --before FROM..TO and --after FROM..TO, or --around-mark NAME");
@@ -84,12 +86,12 @@ fn windows(
         mark.at,
         (mark.at + width).min(now.max(mark.at + Duration::from_secs(1))),
     );
-    Ok((before, after))
+    Ok((before, after, Some(mark.name.clone())))
 }
 
 /// Seconds per instance a window's profiles cover: their summed durations when they carry
 /// one (CPU profiles do), else the window's length.
-fn window(merged: Merged, range: (SystemTime, SystemTime), label: &str) -> Window {
+fn window(merged: Merged, range: Range, label: &str) -> Window {
     let length = range
         .1
         .duration_since(range.0)
@@ -106,11 +108,12 @@ fn window(merged: Merged, range: (SystemTime, SystemTime), label: &str) -> Windo
         ),
         seconds,
         instances,
+        profiles: merged.profiles,
         profile: merged.profile,
     }
 }
 
-fn query_at(q: &Query, range: (SystemTime, SystemTime)) -> Query {
+fn query_at(q: &Query, range: Range) -> Query {
     Query {
         from: range.0,
         to: range.1,
@@ -121,7 +124,7 @@ fn query_at(q: &Query, range: (SystemTime, SystemTime)) -> Query {
 pub(crate) fn diff(args: DiffCmd) -> anyhow::Result<ExitCode> {
     let now = SystemTime::now();
     let source = args.source.open()?;
-    let (before_range, after_range) = windows(&args, source.as_ref(), now)?;
+    let (before_range, after_range, mark) = windows(&args, source.as_ref(), now)?;
     let q = args.query.build(before_range.0, before_range.1)?;
     let before = fetch(
         source.as_ref(),
@@ -133,15 +136,23 @@ pub(crate) fn diff(args: DiffCmd) -> anyhow::Result<ExitCode> {
         &query_at(&q, after_range),
         "the after window",
     )?;
-    let before = window(before, before_range, "before");
-    let after = window(after, after_range, "after");
+    // Around a mark, say which: the report may be read long after, next to others.
+    let (before_label, after_label) = match &mark {
+        Some(name) => (format!("before {name:?}"), format!("after {name:?}")),
+        None => ("before".to_string(), "after".to_string()),
+    };
+    let before = window(before, before_range, &before_label);
+    let after = window(after, after_range, &after_label);
     let opts = Options {
         sample_type: Some(q.profile_type.sample_type()),
         top: args.top,
     };
     let report = crate::diff::diff(&before, &after, &opts)?;
     print!("{}", report.render_table(args.top, 120));
-    let title = format!("{} {}", q.profile_type.name, q.selector);
+    let title = match &mark {
+        Some(name) => format!("{} {} around {name:?}", q.profile_type.name, q.selector),
+        None => format!("{} {}", q.profile_type.name, q.selector),
+    };
     if let Some(path) = &args.html {
         std::fs::write(path, report.render_html(&title))
             .with_context(|| format!("writing {}", path.display()))?;

@@ -6,8 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::table::trim_float;
-use super::units::{format_change, format_rate, format_value};
+use super::units::{Measure, format_change, format_span, format_value};
 use super::{Node, Report, Row, Summary};
 use crate::html::escape as esc;
 
@@ -27,6 +26,9 @@ const MIN_SHARE: f64 = 1e-5;
 #[derive(Serialize)]
 struct Data<'a> {
     unit: &'a str,
+    /// Whether values are per second (CPU, allocations) rather than averages (heap in use).
+    #[serde(rename = "perSecond")]
+    per_second: bool,
     names: Vec<&'a str>,
     nodes: Columns,
 }
@@ -76,6 +78,7 @@ fn data_json(r: &Report) -> String {
     }
     let data = Data {
         unit: &r.unit,
+        per_second: r.measure == Measure::PerSecond,
         names,
         nodes: cols,
     };
@@ -123,30 +126,37 @@ fn summaries(out: &mut String, r: &Report) {
     let _ = write!(
         out,
         "<table class=\"summary\">\n<thead><tr><th>window</th><th>seconds</th><th>instances</th>\
-<th>samples</th><th>total</th><th>per second per instance</th></tr></thead>\n<tbody>\n"
+<th>profiles</th><th>samples</th><th>total</th><th>{}</th></tr></thead>\n<tbody>\n",
+        esc(r.measure.describe())
     );
     for (class, s) in [("before", &r.before), ("after", &r.after)] {
-        summary_row(out, class, s, &r.unit);
+        summary_row(out, class, s, &r.unit, r.measure);
     }
     let _ = writeln!(
         out,
-        "</tbody>\n</table>\n<p class=\"type\">{} ({}), values per second per instance</p>",
+        "</tbody>\n</table>\n<p class=\"type\">{} ({}), values {}</p>",
         esc(&r.sample_type),
-        esc(&r.unit)
+        esc(&r.unit),
+        esc(r.measure.describe())
     );
 }
 
-fn summary_row(out: &mut String, class: &str, s: &Summary, unit: &str) {
+fn summary_row(out: &mut String, class: &str, s: &Summary, unit: &str, measure: Measure) {
     let _ = writeln!(
         out,
         "<tr class=\"{class}\"><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
         esc(&s.label),
-        trim_float(s.seconds),
+        format_span(s.seconds),
         s.instances,
+        if s.profiles > 0 {
+            s.profiles.to_string()
+        } else {
+            "?".to_string()
+        },
         s.samples,
         esc(&format_value(s.total, unit)),
-        esc(&format_rate(s.rate, unit)),
+        esc(&measure.format(s.normalised, unit)),
     );
 }
 
@@ -164,22 +174,22 @@ fn rows(out: &mut String, r: &Report) {
         r.rows.len()
     );
     for row in &r.rows[..shown] {
-        table_row(out, row, &r.unit);
+        table_row(out, row, &r.unit, r.measure);
     }
     out.push_str("</tbody>\n</table>\n");
 }
 
-fn table_row(out: &mut String, row: &Row, unit: &str) {
+fn table_row(out: &mut String, row: &Row, unit: &str, measure: Measure) {
     let f = esc(&row.function);
     let _ = writeln!(
         out,
         "<tr data-fn=\"{f}\"><td class=\"n\">{}</td><td class=\"n\">{}</td>{}<td class=\"n\">{}</td>\
 <td class=\"n\">{}</td>{}<td class=\"fn\">{f}</td></tr>",
-        esc(&format_rate(row.flat_before, unit)),
-        esc(&format_rate(row.flat_after, unit)),
+        esc(&measure.format(row.flat_before, unit)),
+        esc(&measure.format(row.flat_after, unit)),
         change_cell(row.flat_change_pct, row.flat_before, row.flat_after),
-        esc(&format_rate(row.cum_before, unit)),
-        esc(&format_rate(row.cum_after, unit)),
+        esc(&measure.format(row.cum_before, unit)),
+        esc(&measure.format(row.cum_after, unit)),
         change_cell(row.cum_change_pct, row.cum_before, row.cum_after),
     );
 }

@@ -7,8 +7,10 @@
 //!
 //! Choices worth knowing when reading the output:
 //!
-//! * Every value is a rate: the window's value divided by its length in seconds and by the number
-//!   of instances that contributed, so a longer window or more replicas do not look like growth.
+//! * Values are normalised so that a longer window or more replicas do not look like growth
+//!   ([`Measure`]): what accumulates (CPU time, allocations, contentions) is a rate, the window's
+//!   value divided by its length in seconds and by the number of instances that contributed;
+//!   what is a state (heap in use, goroutines) is the average of the window's snapshots.
 //! * A frame's width in the flame graph is proportional to before + after (both normalised), not
 //!   to after alone: a function that disappeared must stay visible to show up as shrunk, and
 //!   max(before, after) is not additive — two siblings can each be larger in a different window
@@ -30,7 +32,7 @@ mod units;
 
 use crate::pprof::proto::Profile;
 
-pub use units::{format_change, format_rate, format_value};
+pub use units::{Measure, format_change, format_rate, format_span, format_value, is_snapshot};
 
 /// One side of the comparison.
 #[derive(Clone, Debug)]
@@ -41,6 +43,9 @@ pub struct Window {
     pub seconds: f64,
     /// How many scraped instances (series) contributed; values are divided by it too.
     pub instances: usize,
+    /// How many profiles were merged (0 = the source did not say); snapshot types such as
+    /// `inuse_space` are averaged over them.
+    pub profiles: usize,
     /// Shown in reports, e.g. "before: 12:00..12:30".
     pub label: String,
 }
@@ -114,8 +119,10 @@ pub struct Report {
     /// change| descending, then |flat change|, then name.
     pub rows: Vec<Row>,
     /// The sample type's unit as in the profile, e.g. "nanoseconds"; values are this unit per
-    /// second per instance.
+    /// second per instance, or an average per instance (see `measure`).
     pub unit: String,
+    /// How the values are normalised, from the sample type.
+    pub measure: Measure,
     /// The sample type compared, e.g. "cpu".
     pub sample_type: String,
     pub before: Summary,
@@ -126,7 +133,7 @@ pub struct Report {
     pub top: usize,
 }
 
-/// One function's rates (unit per second per instance) in both windows.
+/// One function's normalised values (see [`Report::measure`]) in both windows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     pub function: String,
@@ -147,12 +154,14 @@ pub struct Summary {
     pub label: String,
     pub seconds: f64,
     pub instances: usize,
+    /// Profiles merged (0 = unknown).
+    pub profiles: usize,
     /// Samples in the profile (including those with a zero value for the compared type).
     pub samples: usize,
     /// Sum of the compared values as in the profile (not normalised).
     pub total: f64,
-    /// `total` per second per instance.
-    pub rate: f64,
+    /// `total` normalised as [`Report::measure`] says.
+    pub normalised: f64,
 }
 
 /// The merged call tree. `nodes[0]` is the root ("total"); nodes are in pre-order (a node's
@@ -162,7 +171,7 @@ pub struct Tree {
     pub nodes: Vec<Node>,
 }
 
-/// One call path; all values are normalised rates.
+/// One call path; all values are normalised (see [`Report::measure`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
     pub name: String,

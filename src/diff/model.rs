@@ -1,7 +1,9 @@
-//! Aggregation: per-function flat/cum rates and the merged call tree of both windows.
+//! Aggregation: per-function flat/cum values and the merged call tree of both windows,
+//! normalised as the sample type's [`Measure`] says.
 
 use std::collections::HashMap;
 
+use super::units::Measure;
 use super::{DiffError, Node, Options, Report, Row, Side, Summary, Tree, Window};
 use crate::pprof::proto::Profile;
 
@@ -22,11 +24,15 @@ pub(super) fn build(before: &Window, after: &Window, opts: &Options) -> Result<R
             after: format!("{aty}/{aunit}"),
         });
     }
+    // Both windows come from one source, so either both profile counts are known or neither;
+    // should only one be, the windows must still be normalised alike.
+    let measure = Measure::of(bty, before.profiles.min(after.profiles));
     let mut acc = Acc::default();
-    let before_summary = acc.add(before, Side::Before, bi)?;
-    let after_summary = acc.add(after, Side::After, ai)?;
+    let before_summary = acc.add(before, Side::Before, bi, measure)?;
+    let after_summary = acc.add(after, Side::After, ai, measure)?;
     Ok(Report {
         rows: acc.rows(),
+        measure,
         unit: bunit.to_string(),
         sample_type: bty.to_string(),
         before: before_summary,
@@ -167,7 +173,13 @@ impl Acc {
         c
     }
 
-    fn add(&mut self, w: &Window, side: Side, index: usize) -> Result<Summary, DiffError> {
+    fn add(
+        &mut self,
+        w: &Window,
+        side: Side,
+        index: usize,
+        measure: Measure,
+    ) -> Result<Summary, DiffError> {
         if !(w.seconds.is_finite() && w.seconds > 0.0) {
             return Err(DiffError::InvalidWindow {
                 side,
@@ -195,7 +207,12 @@ impl Acc {
                 children: Vec::new(),
             });
         }
-        let factor = 1.0 / (w.seconds * w.instances as f64);
+        let factor = match measure {
+            Measure::PerSecond => 1.0 / (w.seconds * w.instances as f64),
+            // Each profile is one instance's snapshot: their mean is the average instance.
+            Measure::Average => 1.0 / w.profiles.max(1) as f64,
+            Measure::SumPerInstance => 1.0 / w.instances as f64,
+        };
         let p = &w.profile;
         let malformed = |reason: String| DiffError::Malformed { side, reason };
 
@@ -273,9 +290,10 @@ impl Acc {
             label: w.label.clone(),
             seconds: w.seconds,
             instances: w.instances,
+            profiles: w.profiles,
             samples: p.sample.len(),
             total,
-            rate: total * factor,
+            normalised: total * factor,
         })
     }
 

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::table::{shorten, trim_float};
-use super::units::{format_rate, format_value};
+use super::table::{shorten, sources};
+use super::units::{Measure, format_value};
 use super::{Node, Report, Summary};
 use crate::html::escape as esc;
 
@@ -48,7 +48,7 @@ font-family=\"monospace\" font-size=\"11\">\n<title>{}</title>\n<rect width=\"10
         let _ = writeln!(
             out,
             "<text x=\"{MARGIN}\" y=\"{y}\" fill=\"#444444\">{}</text>",
-            esc(&summary(s, &r.unit))
+            esc(&summary(s, &r.unit, r.measure))
         );
     }
     let _ = writeln!(
@@ -63,22 +63,21 @@ font-family=\"monospace\" font-size=\"11\">\n<title>{}</title>\n<rect width=\"10
     );
     for f in &frames {
         if let Some(n) = nodes.get(f.node) {
-            frame(&mut out, n, f, &r.unit);
+            frame(&mut out, n, f, &r.unit, r.measure);
         }
     }
     out.push_str("</svg>\n");
     out
 }
 
-fn summary(s: &Summary, unit: &str) -> String {
+fn summary(s: &Summary, unit: &str, measure: Measure) -> String {
     format!(
-        "{}: {}s × {} instance{}, total {} = {}",
+        "{}: {}, total {} = {} {}",
         s.label,
-        trim_float(s.seconds),
-        s.instances,
-        if s.instances == 1 { "" } else { "s" },
+        sources(s),
         format_value(s.total, unit),
-        format_rate(s.rate, unit)
+        measure.format(s.normalised, unit),
+        measure.describe()
     )
 }
 
@@ -113,7 +112,7 @@ fn layout(nodes: &[Node]) -> Vec<Frame> {
     frames
 }
 
-fn frame(out: &mut String, n: &Node, f: &Frame, unit: &str) {
+fn frame(out: &mut String, n: &Node, f: &Frame, unit: &str, measure: Measure) {
     let y = HEADER + n.depth as f64 * ROW;
     let w = if f.w > 2.0 { f.w - 1.0 } else { f.w };
     let _ = write!(
@@ -121,11 +120,11 @@ fn frame(out: &mut String, n: &Node, f: &Frame, unit: &str) {
         "<g><title>{}&#10;total: {} → {} ({})&#10;self: {} → {} ({})</title>\
 <rect x=\"{:.2}\" y=\"{y}\" width=\"{:.2}\" height=\"{}\" fill=\"{}\"/>",
         esc(&n.name),
-        esc(&format_rate(n.before, unit)),
-        esc(&format_rate(n.after, unit)),
+        esc(&measure.format(n.before, unit)),
+        esc(&measure.format(n.after, unit)),
         change(n.before, n.after),
-        esc(&format_rate(n.self_before, unit)),
-        esc(&format_rate(n.self_after, unit)),
+        esc(&measure.format(n.self_before, unit)),
+        esc(&measure.format(n.self_after, unit)),
         change(n.self_before, n.self_after),
         f.x,
         w,

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::units::{format_change, format_rate};
+use super::units::{Measure, format_change, format_span, format_value};
 use super::{Report, Summary};
 
 const HEADERS: [&str; 6] = [
@@ -20,11 +20,17 @@ const MIN_FUNCTION: usize = 24;
 
 pub(super) fn render(r: &Report, top: usize, width: usize) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}/{}, per second per instance", r.sample_type, r.unit);
+    let _ = writeln!(
+        out,
+        "{}/{}, {}",
+        r.sample_type,
+        r.unit,
+        r.measure.describe()
+    );
     let labels = [&r.before, &r.after].map(|s| s.label.chars().count());
     let label_width = labels.into_iter().max().unwrap_or(0);
     for s in [&r.before, &r.after] {
-        let _ = writeln!(out, "{}", summary_line(s, &r.unit, label_width));
+        let _ = writeln!(out, "{}", summary_line(s, &r.unit, r.measure, label_width));
     }
     out.push('\n');
 
@@ -37,11 +43,11 @@ pub(super) fn render(r: &Report, top: usize, width: usize) -> String {
         .iter()
         .map(|row| {
             [
-                format_rate(row.flat_before, &r.unit),
-                format_rate(row.flat_after, &r.unit),
+                r.measure.format(row.flat_before, &r.unit),
+                r.measure.format(row.flat_after, &r.unit),
                 format_change(row.flat_change_pct, row.flat_after),
-                format_rate(row.cum_before, &r.unit),
-                format_rate(row.cum_after, &r.unit),
+                r.measure.format(row.cum_before, &r.unit),
+                r.measure.format(row.cum_after, &r.unit),
                 format_change(row.cum_change_pct, row.cum_after),
             ]
         })
@@ -76,25 +82,45 @@ pub(super) fn render(r: &Report, top: usize, width: usize) -> String {
     out
 }
 
-fn summary_line(s: &Summary, unit: &str, label_width: usize) -> String {
+fn summary_line(s: &Summary, unit: &str, measure: Measure, label_width: usize) -> String {
     format!(
-        "{:<label_width$}  {}s × {} instance{}  total {}  ({} samples)",
+        "{:<label_width$}  {}  {} {}  ({} samples)",
         s.label,
-        trim_float(s.seconds),
-        s.instances,
-        if s.instances == 1 { "" } else { "s" },
-        format_rate(s.rate, unit),
+        sources(s),
+        match measure {
+            Measure::PerSecond => "total",
+            Measure::Average => "average",
+            Measure::SumPerInstance => "sum per instance",
+        },
+        match measure {
+            // The rate says little without the amount it came from.
+            Measure::PerSecond => format!(
+                "{} = {}",
+                format_value(s.total, unit),
+                measure.format(s.normalised, unit)
+            ),
+            _ => measure.format(s.normalised, unit),
+        },
         s.samples,
     )
 }
 
-/// Seconds without a pointless ".0" (1800, not 1800.0) but keeping fractions (0.5).
-pub(super) fn trim_float(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{x:.0}")
-    } else {
-        format!("{x}")
+/// "30m × 2 instances, 240 profiles": what a window's values came from.
+pub(super) fn sources(s: &Summary) -> String {
+    let mut out = format!(
+        "{} × {} instance{}",
+        format_span(s.seconds),
+        s.instances,
+        if s.instances == 1 { "" } else { "s" }
+    );
+    if s.profiles > 0 {
+        out.push_str(&format!(
+            ", {} profile{}",
+            s.profiles,
+            if s.profiles == 1 { "" } else { "s" }
+        ));
     }
+    out
 }
 
 /// `s` in at most `width` characters, keeping the end: "…b.com/x/pkg.(*T).Method".

@@ -13,6 +13,7 @@ fn window(profile: Profile, seconds: f64, instances: usize) -> Window {
         profile,
         seconds,
         instances,
+        profiles: instances,
         label: String::new(),
     }
 }
@@ -180,7 +181,7 @@ fn normalisation() {
         );
         let got = row.flat_change_pct.expect("pct");
         assert!((got - pct).abs() < 1e-9, "{what}: {got}");
-        assert!(approx(r.before.rate, row.cum_before), "{what}");
+        assert!(approx(r.before.normalised, row.cum_before), "{what}");
         assert_eq!(r.before.total, bv as f64, "{what}: total is not normalised");
         if pct == 0.0 {
             // Unchanged frames are grey in both flame graphs.
@@ -577,11 +578,11 @@ fn table_rendering() {
     assert_eq!(lines[0], "cpu/nanoseconds, per second per instance");
     assert_eq!(
         lines[1],
-        "before: 12:00..12:01  60s × 1 instance  total 11.0ms/s  (2 samples)"
+        "before: 12:00..12:01  1m × 1 instance, 1 profile  total 660ms = 11.0ms/s  (2 samples)"
     );
     assert_eq!(
         lines[2],
-        "after: 13:00..13:01   60s × 2 instances  total 4.05ms/s  (3 samples)"
+        "after: 13:00..13:01   1m × 2 instances, 2 profiles  total 486ms = 4.05ms/s  (3 samples)"
     );
     assert_eq!(lines[3], "");
     let header = lines[4];
@@ -659,7 +660,7 @@ fn html_is_self_contained() {
     assert!(html.contains("\\u003c/script>\\u003cb>x\\u003c/b>"));
     assert!(html.contains("before: 12:00..12:01") && html.contains("after: 13:00..13:01"));
     assert!(
-        html.contains("<td class=\"n\">60</td><td class=\"n\">2</td>"),
+        html.contains("<td class=\"n\">1m</td><td class=\"n\">2</td><td class=\"n\">2</td>"),
         "instances"
     );
     assert!(html.contains("main.beta"));
@@ -725,4 +726,82 @@ fn html_leaves_out_invisible_frames() {
         .collect();
     assert_eq!(names, ["total", "main", "after_tiny", "big"]);
     assert!(html.contains("tiny_leaf"), "the table still lists it");
+}
+
+#[test]
+fn snapshots_are_averaged_not_divided_by_seconds() {
+    // Four heap profiles per window from two instances (two each), over 30 minutes: inuse is
+    // the average snapshot per instance, alloc the rate per second per instance.
+    let heap = [("alloc_space", "bytes"), ("inuse_space", "bytes")];
+    let merged = |inuse: i64| {
+        B::new(&heap)
+            .sample(&["a", "main"], &[3600 * 1024, inuse])
+            .build()
+    };
+    let w = |p: Profile| Window {
+        profile: p,
+        seconds: 1800.0,
+        instances: 2,
+        profiles: 4,
+        label: "w".into(),
+    };
+    let inuse = Options {
+        sample_type: Some(("inuse_space".into(), "bytes".into())),
+        top: 10,
+    };
+    let r = diff(&w(merged(4 << 20)), &w(merged(8 << 20)), &inuse).expect("diff");
+    assert_eq!(r.measure, Measure::Average);
+    // 4 MiB summed over 4 snapshots: 1 MiB on average, not 4 MiB / 3600 instance-seconds.
+    assert_eq!(r.before.normalised, f64::from(1 << 20));
+    assert_eq!(r.row("a").map(|r| r.flat_after), Some(f64::from(2 << 20)));
+    let table = r.render_table(10, 120);
+    assert!(
+        table.starts_with("inuse_space/bytes, average per instance\n"),
+        "{table}"
+    );
+    assert!(table.contains("average 1.00MiB"), "{table}");
+    assert!(!table.contains("/s"), "{table}");
+    let html = r.render_html("t");
+    assert!(html.contains("\"perSecond\":false"));
+    assert!(!html.contains("B/s<"), "no rates in the page");
+    assert!(!r.render_svg("t").contains("B/s"));
+
+    let alloc = Options {
+        sample_type: Some(("alloc_space".into(), "bytes".into())),
+        top: 10,
+    };
+    let r = diff(&w(merged(1)), &w(merged(1)), &alloc).expect("diff");
+    assert_eq!(r.measure, Measure::PerSecond);
+    assert_eq!(r.before.normalised, 1024.0);
+    assert!(r.render_table(10, 120).contains("1.00KiB/s"));
+
+    // Goroutines are snapshots too; without a profile count (a remote source) they are summed
+    // per instance and said to be.
+    let g = B::new(&[("goroutine", "count")])
+        .sample(&["a"], &[40])
+        .build();
+    let mut unknown = w(g.clone());
+    unknown.profiles = 0;
+    let r = diff(&unknown, &unknown, &Options::default()).expect("diff");
+    assert_eq!(r.measure, Measure::SumPerInstance);
+    assert_eq!(r.before.normalised, 20.0);
+    let r = diff(&w(g.clone()), &w(g), &Options::default()).expect("diff");
+    assert_eq!(r.measure, Measure::Average);
+    assert_eq!(r.before.normalised, 10.0);
+}
+
+#[test]
+fn spans_read_as_durations() {
+    for (secs, want) in [
+        (0.0, "0s"),
+        (2.5, "2.5s"),
+        (9.0, "9s"),
+        (59.8, "1m"),
+        (1800.0, "30m"),
+        (1799.6, "30m"),
+        (3723.0, "1h2m3s"),
+        (7200.0, "2h"),
+    ] {
+        assert_eq!(format_span(secs), want, "{secs}");
+    }
 }

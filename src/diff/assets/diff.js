@@ -85,7 +85,8 @@
     }
     return sign + sig3(r[0]) + r[1];
   }
-  function rate(v) { return v ? fmt(v) + '/s' : '0'; }
+  // Per second for what accumulates (CPU, allocations), plain averages for states (heap in use).
+  function rate(v) { return v ? fmt(v) + (data.perSecond === false ? '' : '/s') : '0'; }
   function change(b, a) {
     if (!b) return a ? 'new' : 'unchanged';
     var p = (a - b) / Math.abs(b) * 100;
