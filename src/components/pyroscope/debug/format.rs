@@ -160,16 +160,35 @@ pub fn summarize(profile: &Profile, top: usize) -> Summary {
         }
     }
     let total = s.totals.get(idx).copied().unwrap_or(0);
-    let mut ranked: Vec<(Vec<u64>, i64)> = stacks.into_iter().collect();
+    // Rank stacks as people read them, by function names: one call path sampled at different
+    // addresses (lines of a loop, inlined copies) is many location stacks, and ranking those
+    // printed the same names several times while a hotter path split across more addresses
+    // could drop out of the top. `detailed` shows the file:line frames of each name stack's
+    // heaviest location stack.
+    let names_of = |locs: &[u64]| -> Vec<&(String, String)> {
+        locs.iter()
+            .flat_map(|id| frames.get(id).into_iter().flatten())
+            .collect()
+    };
+    let mut by_name: HashMap<Vec<&str>, (i64, &[u64], i64)> = HashMap::new();
+    for (locs, value) in &stacks {
+        let key: Vec<&str> = names_of(locs).iter().map(|(n, _)| n.as_str()).collect();
+        let e = by_name.entry(key).or_insert((0, locs.as_slice(), *value));
+        e.0 = e.0.saturating_add(*value);
+        if value.abs() > e.2.abs() || (value.abs() == e.2.abs() && locs.as_slice() < e.1) {
+            e.1 = locs;
+            e.2 = *value;
+        }
+    }
+    let mut ranked: Vec<(Vec<&str>, i64, &[u64])> = by_name
+        .into_iter()
+        .map(|(names, (value, locs, _))| (names, value, locs))
+        .collect();
     ranked.sort_by(|a, b| b.1.abs().cmp(&a.1.abs()).then_with(|| a.0.cmp(&b.0)));
     ranked.truncate(top);
-    for (locs, value) in ranked {
-        let all: Vec<&(String, String)> = locs
-            .iter()
-            .flat_map(|id| frames.get(id).into_iter().flatten())
-            .collect();
+    for (names, value, locs) in ranked {
         s.top_stacks.push(TopStack {
-            frames: all.iter().map(|(n, _)| n.clone()).collect(),
+            frames: names.iter().map(|n| n.to_string()).collect(),
             value,
             percent: if total != 0 {
                 value as f64 * 100.0 / total as f64
@@ -177,8 +196,12 @@ pub fn summarize(profile: &Profile, top: usize) -> Summary {
                 0.0
             },
         });
-        s.frame_details
-            .push(all.iter().map(|(n, f)| format!("{n} {f}")).collect());
+        s.frame_details.push(
+            names_of(locs)
+                .iter()
+                .map(|(n, f)| format!("{n} {f}"))
+                .collect(),
+        );
     }
     s
 }

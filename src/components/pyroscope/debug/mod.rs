@@ -325,6 +325,54 @@ mod tests {
     }
 
     #[test]
+    fn stacks_are_grouped_by_function_names() {
+        // main.idle sampled at three addresses (20 % each) is one stack of 60 %: it must rank
+        // first, once, ahead of main.work's 40 % at one address.
+        let raw =
+            crate::pprof::decode(&cpu_profile(), &crate::pprof::Limits::default()).expect("decode");
+        let mut p = raw.clone();
+        for (id, line) in [(5, 41), (6, 42)] {
+            p.location.push(Location {
+                id,
+                line: vec![Line {
+                    function_id: 4,
+                    line,
+                    column: 0,
+                }],
+                ..Default::default()
+            });
+        }
+        p.sample = [(1, 40), (4, 20), (5, 20), (6, 20)]
+            .into_iter()
+            .map(|(leaf, v)| Sample {
+                location_id: vec![leaf, 2, 3],
+                value: vec![v, v * 10_000_000],
+                label: vec![],
+            })
+            .collect();
+        let profile = Profile::new(
+            vec![("__name__".into(), "process_cpu".into())],
+            gzip(&p.encode_to_vec(), 1),
+        );
+        let s = summarize(&profile, 5);
+        let stacks: Vec<(Vec<String>, f64)> = s
+            .top_stacks
+            .iter()
+            .map(|t| (t.frames.clone(), t.percent))
+            .collect();
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            stacks,
+            [
+                (names(&["main.idle", "main.main", "runtime.main"]), 60.0),
+                (names(&["main.work", "main.main", "runtime.main"]), 40.0),
+            ]
+        );
+        // `detailed` shows one of the grouped addresses' lines.
+        assert!(s.frame_details[0][0].starts_with("main.idle main.go:4"));
+    }
+
+    #[test]
     fn arguments() {
         let decode = |src: &str| {
             let (file, diags) = parse_file(src);
