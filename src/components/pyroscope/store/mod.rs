@@ -114,6 +114,7 @@ struct Shared {
     last_error: Mutex<Option<Failure>>,
     stats: Mutex<Option<Stats>>,
     last_retention: Mutex<Option<(SystemTime, Removed)>>,
+    retention_log: Mutex<writer::RetentionLog>,
     metrics: InstanceMetrics,
     /// The component's memory budget, for counting what the queue sheds.
     budget: Budget,
@@ -286,6 +287,7 @@ impl Component for Store {
             last_error: Mutex::new(None),
             stats: Mutex::new(None),
             last_retention: Mutex::new(None),
+            retention_log: Mutex::default(),
             metrics: StoreMetrics::get(&opts.metrics).instance(&opts.id),
             budget,
             open_stores,

@@ -14,7 +14,7 @@ use super::metrics::{DropReason, Op};
 use super::{Failure, Shared};
 use crate::profiles::Profile;
 use crate::runtime::event::emit;
-use crate::store::{Db, StoreError, size_budget};
+use crate::store::{Db, Removed, StoreError, size_budget};
 
 /// Longest wait for a profile before the writer looks at its other duties.
 const POLL: Duration = Duration::from_millis(250);
@@ -226,13 +226,23 @@ fn retention(shared: &Shared, db: &Db) {
         Ok(r) => {
             shared.metrics.removed(r.by_age, r.by_size, r.bytes);
             if r.profiles() > 0 {
-                tracing::info!(
+                tracing::debug!(
                     component_id = %shared.id,
                     removed_by_age = r.by_age,
                     removed_by_size = r.by_size,
                     removed_bytes = r.bytes,
-                    removed_series = r.series,
                     elapsed_ms = started.elapsed().as_millis() as u64,
+                    "retention pass"
+                );
+            }
+            if let Some((total, over)) = super::lock(&shared.retention_log).add(&r, started) {
+                tracing::info!(
+                    component_id = %shared.id,
+                    removed_by_age = total.by_age,
+                    removed_by_size = total.by_size,
+                    removed_bytes = total.bytes,
+                    removed_series = total.series,
+                    over_s = over.as_secs(),
                     "retention deleted old profiles"
                 );
             }
@@ -240,6 +250,41 @@ fn retention(shared: &Shared, db: &Db) {
             refresh_stats(shared, db);
         }
         Err(e) => failed(shared, Op::Retention, &e),
+    }
+}
+
+/// How often at most retention's deletions are logged at info. Once a store is full, every
+/// commit deletes a few old profiles: an info line each time buried the log in a line per
+/// second that nobody must act on, so deletions are summed and reported this often (the first
+/// right away, so that "the store started deleting" is visible when it starts).
+const RETENTION_LOG_EVERY: Duration = Duration::from_secs(600);
+
+/// Retention's deletions since the last info line.
+#[derive(Debug, Default)]
+pub(super) struct RetentionLog {
+    since: Option<Instant>,
+    pending: Removed,
+}
+
+impl RetentionLog {
+    /// Adds a pass's deletions; returns the totals to log, and the time they span, when due.
+    fn add(&mut self, r: &Removed, now: Instant) -> Option<(Removed, Duration)> {
+        self.pending.by_age += r.by_age;
+        self.pending.by_size += r.by_size;
+        self.pending.bytes += r.bytes;
+        self.pending.series += r.series;
+        if self.pending.profiles() == 0 {
+            return None;
+        }
+        let due = self
+            .since
+            .is_none_or(|since| now.duration_since(since) >= RETENTION_LOG_EVERY);
+        if !due {
+            return None;
+        }
+        let over = self.since.map_or(Duration::ZERO, |s| now.duration_since(s));
+        self.since = Some(now);
+        Some((std::mem::take(&mut self.pending), over))
     }
 }
 
@@ -280,5 +325,35 @@ fn failed(shared: &Shared, op: Op, e: &StoreError) {
     });
     if e.needs_reopen() && shared.set_db(None).is_some() {
         tracing::warn!(component_id = %shared.id, "closing the store after an I/O error; it will be reopened");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retention_is_logged_when_it_starts_then_summed() {
+        let mut log = RetentionLog::default();
+        let t0 = Instant::now();
+        let pass = |by_age| Removed {
+            by_age,
+            bytes: by_age * 10,
+            ..Removed::default()
+        };
+        assert_eq!(
+            log.add(&pass(0), t0),
+            None,
+            "nothing deleted, nothing logged"
+        );
+        let (first, _) = log.add(&pass(2), t0).expect("the first deletion is logged");
+        assert_eq!(first.by_age, 2);
+        // A pass per commit for the next ten minutes: one line at the end with the sum.
+        for i in 1..600 {
+            assert_eq!(log.add(&pass(1), t0 + Duration::from_secs(i)), None, "{i}");
+        }
+        let (sum, over) = log.add(&pass(1), t0 + RETENTION_LOG_EVERY).expect("due");
+        assert_eq!((sum.by_age, sum.bytes), (600, 6000));
+        assert_eq!(over, RETENTION_LOG_EVERY);
     }
 }
