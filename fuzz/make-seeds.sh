@@ -7,6 +7,9 @@
 #                   (*.alloy without the prefix) are hand-written and committed as they are.
 #   relabel         one rule list per action, invalid rules, odd regexes (layout: see
 #                   fuzz_targets/relabel.rs).
+#   receive         pyroscope.receive_http requests: label-set names, multipart bodies, folded
+#                   text, /ingest query strings with each format (layout: see
+#                   fuzz_targets/receive.rs).
 #   push_response   Connect error bodies and other backend answers (`STATUS CONTENT-TYPE\n`
 #                   then the body), querier responses wrapping a real profile.
 #
@@ -17,7 +20,7 @@ cd "$(dirname "$0")/.."
 export LC_ALL=C # ${#s} counts bytes
 data=tests/data/pprof
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(decode delta syntax relabel push_response)
+[ ${#targets[@]} -gt 0 ] || targets=(decode delta syntax relabel push_response receive)
 wants() { [[ " ${targets[*]} " == *" $1 "* ]]; }
 
 byte() { printf "\\x$(printf %02x "$1")"; }
@@ -223,6 +226,57 @@ if wants push_response; then
   }
   { printf '200 application/proto\n'; series; series; } > fuzz/corpus/push_response/querier-series
   rm -f "$raw"
+fi
+
+if wants receive; then
+  rm -rf fuzz/corpus/receive && mkdir -p fuzz/corpus/receive
+  seed() { printf '%b' "$2" > "fuzz/corpus/receive/$1"; }
+  seed name-plain '0my.app.cpu'
+  seed name-labels '0my.app.cpu{env=staging,region=eu-west-1,service_name=checkout}'
+  seed name-bad '0my.app{env=,=x,a-b=c}'
+  seed time-units '01700000000s'
+  seed time-date '020261126'
+  seed multipart-boundary "1multipart/form-data; boundary=\"b\"
+--b\r
+Content-Disposition: form-data; name=\"profile\"; filename=\"profile.pprof\"\r
+Content-Type: application/octet-stream\r
+\r
+data\r
+--b\r
+Content-Disposition: form-data; name=\"sample_type_config\"\r
+\r
+{\"inuse_space\":{\"units\":\"bytes\",\"aggregation\":\"average\"}}\r
+--b--\r
+"
+  seed folded-groups '2app.cpu
+main;work;spin 40
+main;idle 10
+main;work 2
+'
+  seed folded-lines '2app.alloc_objects
+main;work
+main;work
+main;idle
+'
+  seed ingest-folded '3name=app.cpu%7Benv%3Dprod%7D&from=1700000000&until=1700000010&sampleRate=100&spyName=gospy&format=folded
+text/plain
+main;work 3
+main;idle 1
+'
+  seed ingest-lines '3name=app.cpu&format=lines&units=samples
+
+main;work
+main;idle
+'
+  seed ingest-trie '3name=app.cpu&format=trie
+binary/octet-stream+trie
+x'
+  { printf '4name=app.cpu&spyName=gospy&format=pprof\n'; gzip -dc "$data/goapp-mutex-1.pb.gz"; } \
+    > fuzz/corpus/receive/ingest-pprof
+  { printf '4name=app&spyName=rbspy&format=pprof\n'; cat "$data/goapp-heap-1.pb.gz"; } \
+    > fuzz/corpus/receive/ingest-pprof-gzip-scripting
+  { printf '3name=app&format=pprof\nmultipart/form-data; boundary=b\n--b\r\nContent-Disposition: form-data; name="profile"; filename="profile.pprof"\r\n\r\n'
+    cat "$data/goapp-heap-1.pb.gz"; printf '\r\n--b--\r\n'; } > fuzz/corpus/receive/ingest-multipart
 fi
 
 ls -l "${targets[@]/#/fuzz/corpus/}"
