@@ -536,13 +536,12 @@ async fn targets_that_serve_deltas_are_forwarded_as_received_and_restarts_are_re
         format!(
             r#"
 pyroscope.scrape "{name}" {{
-  targets         = [{t}]
+  targets         = [{{"__address__" = "{addr}", "service_name" = "{service}"}}]
   forward_to      = [pyroscope.write.rx.receiver]
   scrape_interval = "200ms"
 {config}
 }}
 "#,
-            t = format!(r#"{{"__address__" = "{addr}", "service_name" = "{service}"}}"#),
             config = memory_at(path),
         )
     };
