@@ -10,10 +10,12 @@
 //! is down any more, e.g. the failing targets went away). A target that has not been scraped
 //! yet does not end an unhealthy spell: it is not known to be up.
 //!
-//! Counting needs every loop's status, so it is redone only when a loop's class changes (up,
-//! down, long down), which a loop that stays up or stays down never does; the message is built
-//! when someone asks for the health.
+//! The board keeps each loop's class and the counts, so a loop that changes class (which one
+//! that stays up or stays down never does) costs one lookup; the class is read from the loop's
+//! status under the board's lock, so a late report can never record a stale one. The message
+//! (with the most recent error) is built only when someone asks for the health.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::events::{AllTargetsDown, TargetsUpAgain};
@@ -100,14 +102,39 @@ pub fn unhealthy(was: bool, c: &Counts) -> bool {
     }
 }
 
+impl Counts {
+    fn remove(&mut self, class: Class) {
+        let n = match class {
+            Class::Unknown => &mut self.unknown,
+            Class::Up => &mut self.up,
+            Class::Down => &mut self.down,
+            Class::LongDown => &mut self.long_down,
+        };
+        *n = n.saturating_sub(1);
+    }
+}
+
+/// A loop as the board knows it: kept (so its address, the key, is not reused while listed)
+/// with the class last read from it.
+struct Listed {
+    shared: Arc<LoopShared>,
+    class: Class,
+}
+
 #[derive(Default)]
 struct State {
-    loops: Vec<Arc<LoopShared>>,
+    /// By the loop's address.
+    loops: HashMap<usize, Listed>,
+    counts: Counts,
     unhealthy: bool,
 }
 
-/// The loops of a component and whether it is unhealthy; shared by the manager (which sets
-/// the loops) and the loops (which report class changes).
+fn key(shared: &LoopShared) -> usize {
+    std::ptr::from_ref(shared) as usize
+}
+
+/// The loops of a component, their classes and whether the component is unhealthy; shared by
+/// the manager (which lists the loops) and the loops (which report class changes).
 pub struct Board {
     metrics: ComponentMetrics,
     state: Mutex<State>,
@@ -121,33 +148,56 @@ impl Board {
         }
     }
 
-    /// The loops changed (targets were republished).
+    /// The loops changed (targets were republished, some blocked or unblocked).
     pub fn set_loops(&self, loops: Vec<Arc<LoopShared>>) {
-        crate::sync::lock(&self.state).loops = loops;
-        self.reassess();
+        let mut state = crate::sync::lock(&self.state);
+        let mut counts = Counts::default();
+        state.loops = loops
+            .into_iter()
+            .map(|shared| {
+                let class = shared.class();
+                counts.add(class);
+                (key(&shared), Listed { shared, class })
+            })
+            .collect();
+        state.counts = counts;
+        self.judge(&mut state);
     }
 
-    /// A loop's class changed: counts again, and reports the start or end of an unhealthy
-    /// spell. The caller must not hold any loop's status lock.
-    pub fn reassess(&self) {
+    /// A loop's class changed. The caller must not hold that loop's status lock. A loop no
+    /// longer listed (stopped meanwhile) is ignored.
+    pub fn report(&self, shared: &LoopShared) {
         let mut state = crate::sync::lock(&self.state);
-        let statuses: Vec<Status> = state.loops.iter().map(|l| l.status()).collect();
-        let counts = count(&statuses);
-        let now = unhealthy(state.unhealthy, &counts);
+        let Some(listed) = state.loops.get_mut(&key(shared)) else {
+            return;
+        };
+        let (old, new) = (listed.class, shared.class());
+        if old == new {
+            return;
+        }
+        listed.class = new;
+        state.counts.remove(old);
+        state.counts.add(new);
+        self.judge(&mut state);
+    }
+
+    /// Reports the start or end of an unhealthy spell.
+    fn judge(&self, state: &mut State) {
+        let now = unhealthy(state.unhealthy, &state.counts);
         if now == state.unhealthy {
             return;
         }
         state.unhealthy = now;
-        let message = message(&state.loops, &statuses, &counts);
+        let summary = message(state);
         if now {
             emit(AllTargetsDown {
                 metrics: &self.metrics,
-                summary: &message,
+                summary: &summary,
             });
         } else {
             emit(TargetsUpAgain {
                 metrics: &self.metrics,
-                summary: &message,
+                summary: &summary,
             });
         }
     }
@@ -155,9 +205,7 @@ impl Board {
     /// The component's health: the summary, unhealthy during a spell of every target down.
     pub fn health(&self) -> Health {
         let state = crate::sync::lock(&self.state);
-        let statuses: Vec<Status> = state.loops.iter().map(|l| l.status()).collect();
-        let counts = count(&statuses);
-        let message = message(&state.loops, &statuses, &counts);
+        let message = message(&state);
         if state.unhealthy {
             Health::unhealthy(format!(
                 "every target down for more than two scrape intervals: {message}"
@@ -168,33 +216,27 @@ impl Board {
     }
 }
 
-fn count(statuses: &[Status]) -> Counts {
-    let mut c = Counts::default();
-    for s in statuses {
-        c.add(s.class());
-    }
-    c
-}
-
 /// The summary, with the most recent error of a target that is down.
-fn message(loops: &[Arc<LoopShared>], statuses: &[Status], counts: &Counts) -> String {
-    let mut message = counts.summary();
-    let last = loops
-        .iter()
-        .zip(statuses)
-        .filter(|(_, s)| s.health == TargetHealth::Down)
-        .filter_map(|(l, s)| Some((s.last_error_at?, l, s.last_error.as_ref()?)))
+fn message(state: &State) -> String {
+    let mut message = state.counts.summary();
+    let last = state
+        .loops
+        .values()
+        .filter_map(|l| {
+            let s = l.shared.status();
+            let error = s.last_error.filter(|_| s.health == TargetHealth::Down)?;
+            Some((s.last_error_at?, error, &l.shared))
+        })
         .max_by_key(|(at, _, _)| *at);
-    if let Some((_, l, e)) = last {
+    if let Some((_, error, shared)) = last {
         message.push_str(&format!(
             " (last error: {}: {})",
-            l.target().scrape.url,
-            e.message
+            shared.target().scrape.url,
+            error.message
         ));
     }
     message
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

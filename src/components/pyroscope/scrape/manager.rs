@@ -154,8 +154,8 @@ impl Manager {
         }
         self.loops = next;
         self.metrics.targets.set(self.loops.len() as i64);
-        let loops = self.loops.values().map(|h| h.shared.clone()).collect();
-        self.env.borrow().board.set_loops(loops);
+        let board = self.env.borrow().board.clone();
+        board.set_loops(self.loops.values().map(|h| h.shared.clone()).collect());
         for e in &invalid {
             tracing::warn!(err = %e.error, labels = ?e.labels, "target cannot be scraped");
         }

@@ -28,7 +28,7 @@ use super::delta_mode::{DeltaMode, Step};
 use super::error::{Reason, ScrapeError};
 use super::events::{DeltaModeChanged, ScrapeFailed, ScrapeShed, TargetRestarted};
 use super::fetch::{FetchRequest, fetch};
-use super::health::Board;
+use super::health::{Board, Class};
 use super::metrics::ComponentMetrics;
 use super::process::{Processed, Processor};
 use super::target::ScrapeTarget;
@@ -178,6 +178,11 @@ impl LoopShared {
 
     pub fn status(&self) -> Status {
         self.lock_status().clone()
+    }
+
+    /// Where the loop stands for the component's health, without copying its status.
+    pub fn class(&self) -> Class {
+        self.lock_status().class()
     }
 
     fn lock_status(&self) -> MutexGuard<'_, Status> {
@@ -478,7 +483,7 @@ async fn scrape_once(
     let changed = s.class() != class;
     drop(s);
     if changed {
-        env.board.reassess();
+        env.board.report(shared);
     }
 }
 
@@ -587,7 +592,7 @@ fn shed(
     let changed = s.class() != class;
     drop(s);
     if changed {
-        env.board.reassess();
+        env.board.report(shared);
     }
 }
 
