@@ -1,7 +1,7 @@
 //! `pyroscope.scrape` in process: loops keyed by target identity survive republishes with
 //! their delta state, settings changes keep them too, identity changes start over, removed
-//! targets take their metric series with them, and label limits keep a target from being
-//! scraped.
+//! targets take their metric series with them, label limits keep a target from being
+//! scraped, and a body the memory budget cannot hold marks its target down.
 
 mod scrape_support;
 mod support;
@@ -11,12 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use scrape_support::{Behavior, FaultServer, captured, metric};
+use scraper::budget::Budget;
 use scraper::components::pyroscope::scrape::profiling::ProfilingConfig;
 use scraper::components::pyroscope::scrape::target::DiscoveredTarget;
 use scraper::components::pyroscope::scrape::{Arguments, Scrape, ScrapeOptions};
 use scraper::httpclient::{HttpClientConfig, WithHttpClient};
 use scraper::profiles::{Appendable, Profile, Receiver};
-use scraper::runtime::{Component, ComponentOptions};
+use scraper::runtime::{Component, ComponentOptions, HealthState, Services};
 use scraper::syntax::types::{CapsuleRef, Duration as AlloyDuration};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -88,11 +89,18 @@ struct Running {
 }
 
 fn start(a: Arguments) -> Running {
-    let opts = ComponentOptions::standalone(
-        "pyroscope.scrape.test",
-        "pyroscope.scrape",
-        Scrape::initial_exports(),
-    );
+    start_with(a, Services::default())
+}
+
+fn start_with(a: Arguments, services: Services) -> Running {
+    let opts = ComponentOptions {
+        services,
+        ..ComponentOptions::standalone(
+            "pyroscope.scrape.test",
+            "pyroscope.scrape",
+            Scrape::initial_exports(),
+        )
+    };
     let metrics = opts.metrics.clone();
     let component = Arc::new(Scrape::build(opts, a).expect("build"));
     let shutdown = CancellationToken::new();
@@ -346,4 +354,63 @@ async fn nothing_is_scraped_before_run() {
     assert_eq!(c.loops(), 1);
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert!(server.requests("/p").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_memory_budget_marks_its_target_down() {
+    // 16 MiB of body against a 4 MiB budget: the read stops when the budget refuses to grow
+    // the buffer, every time.
+    let server = FaultServer::start(vec![("/big", Behavior::Stream(16 << 20))]).await;
+    let rx = Arc::new(Receiver::new(Collect::default()));
+    let target = labels(&[
+        ("__address__", &server.addr.to_string()),
+        ("__profile_path__", "/big"),
+        ("service_name", "big"),
+    ]);
+    let run = start_with(
+        args(vec![target], &rx, 1),
+        Services::default().with(Budget::new(4 << 20)),
+    );
+    assert!(
+        run.wait(Duration::from_secs(60), |r| r.target("big").is_some_and(
+            |t| t["failures_total"] == 0 && t["shed_after_request_total"].as_u64() >= Some(3)
+        ))
+        .await,
+        "{:?}",
+        run.target("big")
+    );
+    let t = run.target("big").expect("big");
+    assert_eq!(t["health"], "down", "{t}");
+    assert_eq!(t["last_error_reason"], "memory_budget", "{t}");
+    let err = t["last_error"].as_str().unwrap_or("");
+    assert!(
+        err.starts_with("the response body exceeds the memory budget"),
+        "{err}"
+    );
+    assert_eq!(
+        metric(
+            &run.metrics(),
+            "pyroscope_scrape_up",
+            &[("service_name", "big")]
+        ),
+        Some(0.0)
+    );
+    // Three sheds in a row: the only target has been down for more than two intervals.
+    assert!(
+        run.wait(Duration::from_secs(60), |r| r
+            .component
+            .health()
+            .is_some_and(|h| h.state == HealthState::Unhealthy))
+            .await
+    );
+    let health = run.component.health().expect("health");
+    assert!(
+        health.message.starts_with(&format!(
+            "every target down for more than two scrape intervals: 1 target: 0 up, 1 down (last error: http://{}/big: the response body exceeds the memory budget",
+            server.addr
+        )),
+        "{}",
+        health.message
+    );
+    run.stop().await;
 }

@@ -308,6 +308,8 @@ pub enum Behavior {
     Reset,
     /// Answer with this profile after a delay.
     Slow(Duration, Vec<u8>),
+    /// Answer with this profile once the gate is opened (cancelled); at once after that.
+    Gated(CancellationToken, Vec<u8>),
     /// The n-th request gets the n-th profile (the last one once they run out).
     Sequence(Arc<Vec<Vec<u8>>>, Arc<std::sync::atomic::AtomicUsize>),
 }
@@ -319,11 +321,47 @@ impl Behavior {
 }
 
 /// A hand-written HTTP/1.1 server: one answer per connection (`Connection: close`), behaviour
-/// chosen by path, the arrival time of every request recorded per path.
+/// chosen by path, the arrival time of every request recorded per path, and how many requests
+/// of a path were in progress at once.
 pub struct FaultServer {
     pub addr: SocketAddr,
     requests: Arc<Mutex<HashMap<String, Vec<Instant>>>>,
+    in_flight: Arc<Mutex<HashMap<String, InFlight>>>,
     stop: CancellationToken,
+}
+
+/// Requests of one path being answered now, and the most there ever were at once.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InFlight {
+    pub now: usize,
+    pub max: usize,
+}
+
+/// Counts a request in progress until dropped (the answer was written, or the server stopped).
+struct Answering<'a> {
+    in_flight: &'a Mutex<HashMap<String, InFlight>>,
+    path: String,
+}
+
+impl<'a> Answering<'a> {
+    fn start(in_flight: &'a Mutex<HashMap<String, InFlight>>, path: &str) -> Self {
+        let mut m = in_flight.lock().expect("lock");
+        let f = m.entry(path.to_string()).or_default();
+        f.now += 1;
+        f.max = f.max.max(f.now);
+        Answering {
+            in_flight,
+            path: path.to_string(),
+        }
+    }
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        if let Some(f) = self.in_flight.lock().expect("lock").get_mut(&self.path) {
+            f.now -= 1;
+        }
+    }
 }
 
 impl Drop for FaultServer {
@@ -334,7 +372,13 @@ impl Drop for FaultServer {
 
 impl FaultServer {
     pub async fn start(routes: Vec<(&'static str, Behavior)>) -> FaultServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Self::start_at("127.0.0.1:0", routes).await
+    }
+
+    /// [`FaultServer::start`] on a given address, e.g. a port that refused connections until
+    /// now (from [`free_port`]).
+    pub async fn start_at(addr: &str, routes: Vec<(&'static str, Behavior)>) -> FaultServer {
+        let listener = TcpListener::bind(addr).await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let routes: Arc<HashMap<String, Behavior>> = Arc::new(
             routes
@@ -343,19 +387,25 @@ impl FaultServer {
                 .collect(),
         );
         let requests: Arc<Mutex<HashMap<String, Vec<Instant>>>> = Arc::default();
+        let in_flight: Arc<Mutex<HashMap<String, InFlight>>> = Arc::default();
         let stop = CancellationToken::new();
-        let (r, q, st) = (routes.clone(), requests.clone(), stop.clone());
+        let (r, q, f, st) = (
+            routes.clone(),
+            requests.clone(),
+            in_flight.clone(),
+            stop.clone(),
+        );
         tokio::spawn(async move {
             loop {
                 let (sock, _) = tokio::select! {
                     _ = st.cancelled() => return,
                     c = listener.accept() => match c { Ok(c) => c, Err(_) => continue },
                 };
-                let (r, q, st) = (r.clone(), q.clone(), st.clone());
+                let (r, q, f, st) = (r.clone(), q.clone(), f.clone(), st.clone());
                 tokio::spawn(async move {
                     tokio::select! {
                         _ = st.cancelled() => {}
-                        _ = serve(sock, &r, &q) => {}
+                        _ = serve(sock, &r, &q, &f) => {}
                     }
                 });
             }
@@ -363,8 +413,19 @@ impl FaultServer {
         FaultServer {
             addr,
             requests,
+            in_flight,
             stop,
         }
+    }
+
+    /// Requests of `path` in progress now, and the most at once so far.
+    pub fn in_flight(&self, path: &str) -> InFlight {
+        self.in_flight
+            .lock()
+            .expect("lock")
+            .get(path)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Arrival times of the requests for `path`.
@@ -382,6 +443,7 @@ async fn serve(
     mut sock: TcpStream,
     routes: &HashMap<String, Behavior>,
     requests: &Mutex<HashMap<String, Vec<Instant>>>,
+    in_flight: &Mutex<HashMap<String, InFlight>>,
 ) {
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
@@ -400,6 +462,7 @@ async fn serve(
         .entry(path.clone())
         .or_default()
         .push(Instant::now());
+    let _answering = Answering::start(in_flight, &path);
     let behavior = routes
         .get(&path)
         .cloned()
@@ -468,6 +531,11 @@ async fn serve(
             out.extend(head("200 OK", "application/octet-stream", Some(body.len())));
             out.extend(body);
         }
+        Behavior::Gated(gate, body) => {
+            gate.cancelled().await;
+            out.extend(head("200 OK", "application/octet-stream", Some(body.len())));
+            out.extend(body);
+        }
     }
     let _ = sock.write_all(&out).await;
     let _ = sock.shutdown().await;
@@ -530,6 +598,19 @@ pub fn total_of(profile: &scraper::pprof::proto::Profile, type_name: &str) -> i6
         return 0;
     };
     profile.sample.iter().map(|smp| smp.value[idx]).sum()
+}
+
+/// A real Go heap profile (goapp's, tests/data/pprof) with every sample value multiplied by
+/// `factor`, gzipped: what a target that serves per-interval values (godeltaprof) sends when
+/// its allocation rate changes by that factor. A falling factor makes counters go down.
+pub fn scaled_heap(factor: i64) -> Vec<u8> {
+    let mut p = decode(&captured("goapp-heap-1.pb.gz"));
+    for s in &mut p.sample {
+        for v in &mut s.value {
+            *v *= factor;
+        }
+    }
+    scraper::pprof::encode(&p, 6)
 }
 
 pub fn decode(raw: &[u8]) -> scraper::pprof::proto::Profile {

@@ -27,8 +27,9 @@ pub enum Reason {
     Auth,
     /// The target's labels exceed `label_limit` or a length limit; it is not scraped.
     LabelLimit,
-    /// The memory budget had no room for the body: the scrape was shed, not failed (the
-    /// target stays up). Not in [`Reason::ALL`]: sheds are counted by the budget.
+    /// The memory budget had no room for the scrape (or its body did not fit): the scrape was
+    /// shed. The target is down with this reason until a scrape fits again, since nothing of
+    /// it reaches the backend. Not in [`Reason::ALL`]: sheds are counted by the budget.
     MemoryBudget,
 }
 

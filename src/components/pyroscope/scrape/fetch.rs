@@ -163,7 +163,9 @@ fn reserve_bytes(
     }
     Err(ScrapeError::new(
         Reason::MemoryBudget,
-        format!("the memory budget has no room for a body of {bytes} bytes"),
+        format!(
+            "the response body exceeds the memory budget: no room to read it into {bytes} bytes"
+        ),
     ))
 }
 

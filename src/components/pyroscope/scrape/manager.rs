@@ -154,6 +154,8 @@ impl Manager {
         }
         self.loops = next;
         self.metrics.targets.set(self.loops.len() as i64);
+        let board = self.env.borrow().board.clone();
+        board.set_loops(self.loops.values().map(|h| h.shared.clone()).collect());
         for e in &invalid {
             tracing::warn!(err = %e.error, labels = ?e.labels, "target cannot be scraped");
         }
@@ -237,6 +239,7 @@ impl Manager {
                     "last_scrape": s.last_scrape.map(rfc3339_nanos).unwrap_or_default(),
                     "last_scrape_duration": s.last_duration.map(format_go_duration).unwrap_or_default(),
                     "last_outcome": s.last_outcome,
+                    "delta_mode": s.delta_mode,
                     "scrapes_total": s.scrapes,
                     "failures_total": s.failures,
                     "forwarded_total": s.forwarded,

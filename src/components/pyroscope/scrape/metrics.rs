@@ -12,6 +12,9 @@
 //! | `pyroscope_fanout_latency` | | seconds spent handing a profile to `forward_to` (Alloy's name) |
 //! | `pyroscope_scrape_lateness_seconds` | | how long after its scheduled time each scrape started |
 //! | `pyroscope_scrape_missed_total` | | scheduled scrapes skipped because the previous one of the loop was still running |
+//! | `pyroscope_scrape_all_targets_down` | | 1 while every target has been down for more than two scrape intervals (the component is unhealthy) |
+//! | `pyroscope_scrape_target_restarts_total` | reason | delta baselines started over because a target restarted or changed (counters went down, another binary...) |
+//! | `pyroscope_scrape_delta_mode_changes_total` | mode, cause | loops that switched between subtracting scrapes (`subtracted`) and forwarding what a delta endpoint sends (`as_received`), found by the path or by the values |
 //!
 //! Every series also has `component_id` and `component_path`. A target's series are removed when
 //! the target goes away.
@@ -41,7 +44,26 @@ pub struct ScrapeMetrics {
     fanout_latency: HistogramFamily,
     lateness: HistogramFamily,
     missed: Family<Labels, Counter>,
+    all_down: Family<Labels, Gauge>,
+    restarts: Family<Labels, Counter>,
+    delta_modes: Family<Labels, Counter>,
 }
+
+/// The `reason` of `pyroscope_scrape_target_restarts_total`, from the delta engine's reasons.
+pub const RESTART_REASONS: [&str; 5] = [
+    "counters_decreased",
+    "time_went_backwards",
+    "build_id_changed",
+    "sample_types_changed",
+    "period_changed",
+];
+
+/// The (`mode`, `cause`) pairs of `pyroscope_scrape_delta_mode_changes_total`.
+const DELTA_MODES: [(&str, &str); 3] = [
+    ("as_received", "path"),
+    ("as_received", "values"),
+    ("subtracted", "values"),
+];
 
 fn lateness_histogram() -> Histogram {
     Histogram::new([
@@ -70,6 +92,9 @@ impl ScrapeMetrics {
                 ),
                 lateness: Family::new_with_constructor(lateness_histogram as fn() -> Histogram),
                 missed: Family::default(),
+                all_down: Family::default(),
+                restarts: Family::default(),
+                delta_modes: Family::default(),
             };
             r.register(
                 "pyroscope_scrape_up",
@@ -116,6 +141,21 @@ impl ScrapeMetrics {
                 "Scheduled scrapes skipped because the loop's previous scrape was still running",
                 m.missed.clone(),
             );
+            r.register(
+                "pyroscope_scrape_all_targets_down",
+                "1 while every target has been down for more than two scrape intervals",
+                m.all_down.clone(),
+            );
+            r.register(
+                "pyroscope_scrape_target_restarts",
+                "Delta baselines started over because a target restarted or changed, by reason",
+                m.restarts.clone(),
+            );
+            r.register(
+                "pyroscope_scrape_delta_mode_changes",
+                "Loops that switched to forwarding a delta endpoint as received, or back to subtracting scrapes",
+                m.delta_modes.clone(),
+            );
             m
         })
     }
@@ -130,6 +170,7 @@ impl ScrapeMetrics {
             fanout_latency: self.fanout_latency.get_or_create(&base).clone(),
             lateness: self.lateness.get_or_create(&base).clone(),
             missed: self.missed.get_or_create(&base).clone(),
+            all_down: self.all_down.get_or_create(&base).clone(),
             all: self.clone(),
             base,
         }
@@ -147,6 +188,7 @@ pub struct ComponentMetrics {
     pub fanout_latency: Histogram,
     pub lateness: Histogram,
     pub missed: Counter,
+    pub all_down: Gauge,
 }
 
 impl ComponentMetrics {
@@ -154,6 +196,21 @@ impl ComponentMetrics {
         let mut l = self.base.clone();
         l.push(("reason".to_string(), reason.as_str().to_string()));
         self.all.errors.get_or_create(&l).inc();
+    }
+
+    /// Counts a baseline that started over, by its `reason` (one of [`RESTART_REASONS`]).
+    pub fn restarted(&self, reason: &str) {
+        let mut l = self.base.clone();
+        l.push(("reason".to_string(), reason.to_string()));
+        self.all.restarts.get_or_create(&l).inc();
+    }
+
+    /// Counts a loop's switch of delta mode (`as_received` or `subtracted`) and its `cause`.
+    pub fn delta_mode_changed(&self, mode: &str, cause: &str) {
+        let mut l = self.base.clone();
+        l.push(("mode".to_string(), mode.to_string()));
+        l.push(("cause".to_string(), cause.to_string()));
+        self.all.delta_modes.get_or_create(&l).inc();
     }
 
     /// The label set of a target's series.
@@ -186,6 +243,18 @@ impl ComponentMetrics {
         self.all.fanout_latency.remove(&self.base);
         self.all.lateness.remove(&self.base);
         self.all.missed.remove(&self.base);
+        self.all.all_down.remove(&self.base);
+        for reason in RESTART_REASONS {
+            let mut l = self.base.clone();
+            l.push(("reason".to_string(), reason.to_string()));
+            self.all.restarts.remove(&l);
+        }
+        for (mode, cause) in DELTA_MODES {
+            let mut l = self.base.clone();
+            l.push(("mode".to_string(), mode.to_string()));
+            l.push(("cause".to_string(), cause.to_string()));
+            self.all.delta_modes.remove(&l);
+        }
         for r in Reason::ALL {
             let mut l = self.base.clone();
             l.push(("reason".to_string(), r.as_str().to_string()));

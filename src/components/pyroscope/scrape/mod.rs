@@ -23,6 +23,10 @@
 //!   quirk of Alloy's documented as copied or fixed.
 //! * [`manager`] and [`scrape_loop`]: loops keyed by identity; scheduling.
 //! * [`fetch`], [`validate`], [`process`]: one scrape.
+//! * [`delta_mode`]: whether a loop subtracts scrapes or forwards what a target that serves
+//!   deltas sends (found by a godeltaprof path, or by counters that keep going down).
+//! * [`health`]: the component's health, a summary of its targets; unhealthy while every
+//!   target has been down for more than two scrape intervals.
 //! * [`metrics`]: per-target `pyroscope_scrape_up`/`_duration_seconds`, errors by reason.
 //!
 //! # Differences from Alloy
@@ -34,7 +38,10 @@
 //! restarts all loops); target changes apply at once (Alloy waits for a 5 s ticker); per-target
 //! health metrics and error reasons; `body_size_limit` and label limits (declared but not
 //! implemented in Alloy); truncated or corrupt profiles are never forwarded; godeltaprof
-//! profiles carry `__delta__="false"`.
+//! profiles carry `__delta__="false"`; a target that serves deltas under a cumulative type is
+//! forwarded as received, not subtracted into nothing; restarts are info lines, not debug ones;
+//! the component's health summarises its targets and turns unhealthy when all are down (Alloy
+//! stays healthy); a scrape the memory budget sheds marks its target down.
 //!
 //! # Clustering
 //!
@@ -60,9 +67,11 @@
 //! ```
 
 pub mod args;
+pub mod delta_mode;
 pub mod error;
 mod events;
 pub mod fetch;
+pub mod health;
 pub mod manager;
 pub mod metrics;
 pub mod process;
@@ -76,6 +85,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 
 pub use self::args::{Arguments, ScrapeOptions};
+use self::health::Board;
 use self::manager::Manager;
 use self::metrics::{ComponentMetrics, ScrapeMetrics};
 use self::process::Processor;
@@ -85,7 +95,7 @@ use crate::budget::Budget;
 use crate::httpclient::{HttpClient, HttpClientConfig};
 use crate::pprof::DeltaOptions;
 use crate::profiles::FanOut;
-use crate::runtime::{BoxError, Component, ComponentOptions};
+use crate::runtime::{BoxError, Component, ComponentOptions, Health};
 
 struct Inner {
     http: HttpClientConfig,
@@ -101,6 +111,7 @@ pub struct Scrape {
     /// From the build options; every loop's scrapes and delta state are reserved against it.
     budget: Budget,
     metrics: ComponentMetrics,
+    board: Arc<Board>,
     inner: Mutex<Inner>,
 }
 
@@ -120,6 +131,7 @@ impl Scrape {
             processor: self.processor.clone(),
             budget: self.budget.clone(),
             metrics: self.metrics.clone(),
+            board: self.board.clone(),
             interval: o.scrape_interval.get(),
             scrape_timeout: o.scrape_timeout.get(),
             body_size_limit: o.body_size_limit,
@@ -187,6 +199,7 @@ impl Component for Scrape {
         let budget = opts.services.get::<Budget>().unwrap_or_default();
         let processor = Arc::new(Processor::new(DeltaOptions::default(), budget.clone()));
         warn_clustering(None, &args.inner);
+        let board = Arc::new(Board::new(metrics.clone()));
         // The manager needs an environment before `self` exists; build it by hand once.
         let env = Arc::new(Env {
             client: client.clone(),
@@ -194,6 +207,7 @@ impl Component for Scrape {
             processor: processor.clone(),
             budget: budget.clone(),
             metrics: metrics.clone(),
+            board: board.clone(),
             interval: args.scrape_interval.get(),
             scrape_timeout: args.scrape_timeout.get(),
             body_size_limit: args.body_size_limit,
@@ -203,6 +217,7 @@ impl Component for Scrape {
             processor,
             budget,
             metrics,
+            board,
             inner: Mutex::new(Inner {
                 http: args.http.clone(),
                 client,
@@ -244,6 +259,12 @@ impl Component for Scrape {
 
     fn debug_info(&self) -> Option<serde_json::Value> {
         Some(self.lock().manager.debug_info())
+    }
+
+    /// A summary of the targets' states; unhealthy while every target has been down for more
+    /// than two scrape intervals (see [`health`]).
+    fn health(&self) -> Option<Health> {
+        Some(self.board.health())
     }
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {

@@ -2,8 +2,10 @@
 //!
 //! * Cumulative types (memory, mutex, block, unless the target already sends deltas) go through
 //!   the pprof core's delta engine: the first scrape of a loop is only its baseline, later ones
-//!   are sent as the gzipped delta since the previous scrape. A baseline reset (the target
-//!   restarted: counters went down, another build id...) sends nothing, like a first scrape.
+//!   give the gzipped delta since the previous scrape. A baseline reset (the target restarted:
+//!   counters went down, another build id...) gives nothing, like a first scrape. What is
+//!   finally sent is the loop's decision (`delta_mode`: a target whose counters keep going
+//!   down serves deltas, and is forwarded as received).
 //! * Everything else is forwarded byte for byte, after a full decode (`pprof::validate_raw`)
 //!   so that a truncated or corrupt profile is never sent.
 //!
@@ -25,8 +27,11 @@ use crate::pprof::{
 /// What to do after processing a scrape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Processed {
-    /// Forward these bytes.
+    /// Forward these bytes: the profile as received, fully checked (a type that is not
+    /// cumulative, or a target that sends deltas itself).
     Send(Bytes),
+    /// The gzipped delta since the previous scrape, with this many samples (0: nothing grew).
+    Delta { profile: Bytes, samples: usize },
     /// The first scrape of a cumulative profile: kept as the baseline, nothing sent.
     Baseline,
     /// The baseline was replaced (the target restarted or changed); nothing sent.
@@ -256,7 +261,10 @@ fn delta(
     Ok(match applied.outcome {
         DeltaOutcome::Baseline { .. } => Processed::Baseline,
         DeltaOutcome::Reset(r) => Processed::Reset(r),
-        DeltaOutcome::Delta { profile, .. } => Processed::Send(Bytes::from(profile)),
+        DeltaOutcome::Delta { profile, stats } => Processed::Delta {
+            profile: Bytes::from(profile),
+            samples: stats.samples_out,
+        },
         // No cumulative sample type (an unusual target): nothing to subtract, send as is.
         DeltaOutcome::NotCumulative => Processed::Send(body),
     })
@@ -313,7 +321,11 @@ mod tests {
         );
         assert!(state.is_some());
         let second = profile(&[("a", 4, 40), ("b", 2, 20)]);
-        let Ok(Processed::Send(out)) = p.process(true, second.into(), &mut state) else {
+        let Ok(Processed::Delta {
+            profile: out,
+            samples: 1,
+        }) = p.process(true, second.into(), &mut state)
+        else {
             panic!("no delta");
         };
         assert_eq!(values(&out), [[3, 30]]);

@@ -24,9 +24,11 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
+use super::delta_mode::{DeltaMode, Step};
 use super::error::{Reason, ScrapeError};
-use super::events::{ScrapeFailed, ScrapeShed};
+use super::events::{DeltaModeChanged, ScrapeFailed, ScrapeShed, TargetRestarted};
 use super::fetch::{FetchRequest, fetch};
+use super::health::{Board, Class};
 use super::metrics::ComponentMetrics;
 use super::process::{Processed, Processor};
 use super::target::ScrapeTarget;
@@ -57,6 +59,8 @@ pub struct Env {
     /// The component's memory budget: scrapes and delta state are reserved against it.
     pub budget: Budget,
     pub metrics: ComponentMetrics,
+    /// The component's health, which loops tell when their class changes.
+    pub board: Arc<Board>,
     pub interval: Duration,
     pub scrape_timeout: Duration,
     pub body_size_limit: u64,
@@ -96,6 +100,14 @@ impl TargetHealth {
 pub struct Status {
     pub health: TargetHealth,
     pub last_error: Option<ScrapeError>,
+    /// When `last_error` happened (the component's health names the most recent one).
+    pub last_error_at: Option<SystemTime>,
+    /// Failed (or shed) scrapes since the last successful one.
+    pub consecutive_failures: u32,
+    /// Not scraped at all: the target is over a label limit.
+    pub blocked: bool,
+    /// `subtracted` or `as_received` (the target serves deltas; see `delta_mode`).
+    pub delta_mode: &'static str,
     /// Start of the last scrape.
     pub last_scrape: Option<SystemTime>,
     pub last_duration: Option<Duration>,
@@ -120,6 +132,10 @@ impl Default for Status {
         Status {
             health: TargetHealth::Unknown,
             last_error: None,
+            last_error_at: None,
+            consecutive_failures: 0,
+            blocked: false,
+            delta_mode: "subtracted",
             last_scrape: None,
             last_duration: None,
             last_outcome: String::new(),
@@ -164,6 +180,11 @@ impl LoopShared {
         self.lock_status().clone()
     }
 
+    /// Where the loop stands for the component's health, without copying its status.
+    pub fn class(&self) -> Class {
+        self.lock_status().class()
+    }
+
     fn lock_status(&self) -> MutexGuard<'_, Status> {
         crate::sync::lock(&self.status)
     }
@@ -172,7 +193,11 @@ impl LoopShared {
     pub fn block(&self, error: ScrapeError) {
         let mut s = self.lock_status();
         s.health = TargetHealth::Down;
+        if s.last_error.as_ref() != Some(&error) {
+            s.last_error_at = Some(SystemTime::now());
+        }
         s.last_error = Some(error);
+        s.blocked = true;
     }
 
     /// Back to "not scraped yet" (a blocked target that became valid).
@@ -180,6 +205,9 @@ impl LoopShared {
         let mut s = self.lock_status();
         s.health = TargetHealth::Unknown;
         s.last_error = None;
+        s.last_error_at = None;
+        s.consecutive_failures = 0;
+        s.blocked = false;
     }
 }
 
@@ -211,6 +239,7 @@ pub async fn run(
     // The delta state's share of the memory budget, resized after every scrape.
     let mut state_memory: Option<Reservation> = None;
     let mut hints = Hints::default();
+    let mut mode = DeltaMode::default();
     let mut reported_bytes = 0usize;
     'schedule: loop {
         let interval = env_rx.borrow_and_update().interval;
@@ -257,6 +286,7 @@ pub async fn run(
                 &mut state,
                 &mut state_memory,
                 &mut hints,
+                &mut mode,
             ));
             tokio::select! {
                 biased;
@@ -314,6 +344,7 @@ async fn scrape_once(
     state: &mut Option<SeriesState>,
     state_memory: &mut Option<Reservation>,
     hints: &mut Hints,
+    mode: &mut DeltaMode,
 ) {
     let target = shared.target();
     if target.blocked.is_some() {
@@ -337,15 +368,20 @@ async fn scrape_once(
         hints.body as u64
     };
     let Some(mut memory) = budget.try_reserve(Use::Scrape, priority, up_front) else {
-        shed(
-            shared,
-            &target,
-            budget,
-            priority,
-            state,
-            state_memory,
-            false,
+        let error = ScrapeError::new(
+            Reason::MemoryBudget,
+            format!(
+                "not scraped: the memory budget has no room for this scrape ({up_front} bytes; {} of {} bytes in use)",
+                budget.used(),
+                budget.limit()
+            ),
         );
+        let shed_at = Shed {
+            priority,
+            after_request: false,
+            error,
+        };
+        shed(shared, &target, env, shed_at, state, state_memory);
         return;
     };
     let wall = SystemTime::now();
@@ -370,43 +406,35 @@ async fn scrape_once(
         if !memory.try_resize(priority, work.max(memory.bytes())) {
             return Err(ScrapeError::new(
                 Reason::MemoryBudget,
-                format!("the memory budget has no room to process {work} bytes"),
+                format!(
+                    "the profile exceeds the memory budget: no room to process it ({work} bytes; {} of {} bytes in use)",
+                    budget.used(),
+                    budget.limit()
+                ),
             ));
         }
+        // Kept (a reference, not a copy) in case the loop forwards the body as received.
+        let received = body.clone();
         let (result, used) = process(env, target.scrape.client_delta(), body, state).await;
         hints.processing = Some(used);
-        result
+        result.map(|p| mode.step(p, received, target.scrape.delta_path))
     }
     .await;
     drop(memory);
-    if let Err(e) = &result
-        && e.reason == Reason::MemoryBudget
-    {
-        shed(shared, &target, budget, priority, state, state_memory, true);
-        return;
-    }
-    let duration = started.elapsed();
-
-    let outcome = match result {
-        Ok(Processed::Send(raw)) => {
-            let profile = Profile::with_labels(target.labels.clone(), raw);
-            let t = Instant::now();
-            env.fanout.append(vec![profile]);
-            env.metrics
-                .fanout_latency
-                .observe(t.elapsed().as_secs_f64());
-            env.metrics.forwarded.inc();
-            Ok("forwarded".to_string())
+    let result = match result {
+        Err(e) if e.reason == Reason::MemoryBudget => {
+            let shed_at = Shed {
+                priority,
+                after_request: true,
+                error: e,
+            };
+            shed(shared, &target, env, shed_at, state, state_memory);
+            return;
         }
-        Ok(Processed::Baseline) => {
-            Ok("baseline: first scrape of a cumulative profile, kept to compute the next delta (not sent)".to_string())
-        }
-        Ok(Processed::Reset(reason)) => {
-            tracing::debug!(url = %target.scrape.url, %reason, "delta baseline reset");
-            Ok(format!("baseline reset ({reason}); not sent"))
-        }
-        Err(e) => Err(e),
+        r => r,
     };
+    let duration = started.elapsed();
+    let outcome = result.map(|step| forward(env, &target, step));
 
     env.metrics.target_scraped(
         &target.metrics_key,
@@ -414,7 +442,9 @@ async fn scrape_once(
         Some(duration.as_secs_f64()),
     );
     let mut s = shared.lock_status();
+    let class = s.class();
     s.scrapes += 1;
+    s.delta_mode = mode.mode().as_str();
     if s.shedding {
         s.shedding = false;
         tracing::info!(url = %target.scrape.url, shed = s.shed, "scrapes resumed: the memory budget has room again");
@@ -422,16 +452,20 @@ async fn scrape_once(
     s.last_scrape = Some(wall);
     s.last_duration = Some(duration);
     match outcome {
-        Ok(text) => {
-            if s.health == TargetHealth::Down {
+        Ok((forwarded, text)) => {
+            // A target down for the budget's sake has its end logged as "scrapes resumed".
+            let budget_down = s
+                .last_error
+                .as_ref()
+                .is_some_and(|e| e.reason == Reason::MemoryBudget);
+            if s.health == TargetHealth::Down && !budget_down {
                 tracing::info!(url = %target.scrape.url, "target is up again");
             }
-            if text == "forwarded" {
-                s.forwarded += 1;
-            }
+            s.forwarded += u64::from(forwarded);
             s.health = TargetHealth::Up;
             s.last_error = None;
-            s.last_outcome = text;
+            s.consecutive_failures = 0;
+            s.last_outcome = text.to_string();
         }
         Err(e) => {
             let repeated = s.health == TargetHealth::Down
@@ -443,23 +477,90 @@ async fn scrape_once(
                 repeated,
             });
             s.failures += 1;
-            s.health = TargetHealth::Down;
-            s.last_error = Some(e);
+            failed(&mut s, e);
         }
+    }
+    let changed = s.class() != class;
+    drop(s);
+    if changed {
+        env.board.report(shared);
     }
 }
 
+/// Marks a loop down with `error` (the caller reported it).
+fn failed(s: &mut Status, error: ScrapeError) {
+    s.health = TargetHealth::Down;
+    s.consecutive_failures = s.consecutive_failures.saturating_add(1);
+    s.last_error_at = Some(SystemTime::now());
+    s.last_error = Some(error);
+}
+
+/// Sends what `step` says to send and reports what it says happened; returns whether
+/// something was forwarded and the outcome for the debug info.
+fn forward(env: &Env, target: &LoopTarget, step: Step) -> (bool, &'static str) {
+    let Step {
+        send,
+        outcome,
+        restart,
+        change,
+    } = step;
+    let url = &target.scrape.url;
+    if let Some(change) = change {
+        emit(DeltaModeChanged {
+            metrics: &env.metrics,
+            url,
+            labels: &target.labels,
+            profile_type: &target.scrape.profile_name,
+            change,
+        });
+    }
+    if let Some(reason) = &restart {
+        emit(TargetRestarted {
+            metrics: &env.metrics,
+            url,
+            labels: &target.labels,
+            reason,
+        });
+    }
+    let Some(raw) = send else {
+        return (false, outcome);
+    };
+    let profile = Profile::with_labels(target.labels.clone(), raw);
+    let t = Instant::now();
+    env.fanout.append(vec![profile]);
+    env.metrics
+        .fanout_latency
+        .observe(t.elapsed().as_secs_f64());
+    env.metrics.forwarded.inc();
+    (true, outcome)
+}
+
+/// Why a scrape was shed.
+struct Shed {
+    priority: Priority,
+    /// After the request was sent: the body, or its processing, did not fit.
+    after_request: bool,
+    /// What the target's `last_error` says.
+    error: ScrapeError,
+}
+
 /// A scrape the memory budget had no room for: counted, and the loop's delta state is given
-/// up too while its priority is over budget, so that the memory it holds goes to others.
+/// up too while its priority is over budget, so that the memory it holds goes to others. The
+/// target is down with the budget's error: nothing of it reaches the backend.
 fn shed(
     shared: &LoopShared,
     target: &LoopTarget,
-    budget: &Budget,
-    priority: Priority,
+    env: &Env,
+    what: Shed,
     state: &mut Option<SeriesState>,
     state_memory: &mut Option<Reservation>,
-    after_request: bool,
 ) {
+    let Shed {
+        priority,
+        after_request,
+        error,
+    } = what;
+    let budget = &env.budget;
     // Delta state is what lets a loop send at all, so it goes only when accounted memory is
     // beyond the whole budget, not merely beyond this priority's share.
     let dropped_state = state.is_some() && budget.over(Priority::High);
@@ -467,7 +568,9 @@ fn shed(
         *state = None;
         *state_memory = None;
     }
+    env.metrics.target_scraped(&target.metrics_key, false, None);
     let mut s = shared.lock_status();
+    let class = s.class();
     s.shed += 1;
     s.shed_after_request += u64::from(after_request);
     s.last_outcome = if dropped_state {
@@ -485,6 +588,12 @@ fn shed(
         dropped_state,
         first,
     });
+    failed(&mut s, error);
+    let changed = s.class() != class;
+    drop(s);
+    if changed {
+        env.board.report(shared);
+    }
 }
 
 /// Processes a body; also returns the working memory it took.

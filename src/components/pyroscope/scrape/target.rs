@@ -21,6 +21,7 @@
 //! | no `job` label unless `job_name` is set (docs say it defaults to the component id) | **copied** (the code's behaviour) |
 //! | godeltaprof profiles are sent without `__delta__="false"` | **fixed**: they carry it ([`ScrapeTarget::already_delta`]) |
 //! | `profile.memory { delta = true }` asks Go for a delta (`seconds=`) *and* subtracts client-side again | **fixed**: a `seconds` request is already a delta; no client delta, `__delta__="false"` |
+//! | `profile.memory { path = "/debug/pprof/delta_heap" }` (a godeltaprof path as a cumulative type) subtracts deltas, so nearly every scrape looks like a restart and nothing is sent | **fixed**: forwarded as received, with a warning ([`ScrapeTarget::delta_path`], `delta_mode`) |
 //! | `service_name` is inferred from the labels before the defaults (instance, job...) are set | **copied** (it only reads `__meta_*` labels, which are unchanged) |
 
 use std::collections::BTreeMap;
@@ -29,6 +30,7 @@ use std::time::Duration;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use super::delta_mode::is_delta_path;
 use super::profiling::ProfileType;
 use crate::labels::{LabelName, LabelSet};
 use crate::targets::Shared;
@@ -237,23 +239,30 @@ pub struct ScrapeTarget {
     pub godeltaprof: bool,
     /// The request carries `seconds=N`, so it takes about N seconds to answer.
     pub has_seconds: bool,
+    /// A cumulative type whose path is a godeltaprof handler's (`delta_heap`...): the target
+    /// sends deltas, which are forwarded as received (see `delta_mode`).
+    pub delta_path: bool,
     /// Identity: loops (and their delta state) survive a republish while this stays the same.
     pub hash: u64,
 }
 
 impl ScrapeTarget {
     /// Whether the scraper subtracts the previous scrape: Go's cumulative profiles (memory,
-    /// mutex, block), unless the target already returns a delta (godeltaprof, or a request
-    /// with `seconds=`, which Go's handler answers with the delta over that window).
+    /// mutex, block), unless the target already returns a delta (godeltaprof, by its type or
+    /// its path, or a request with `seconds=`, which Go's handler answers with the delta over
+    /// that window).
     pub fn client_delta(&self) -> bool {
-        !self.godeltaprof && !self.has_seconds && is_cumulative(&self.profile_name)
+        !self.godeltaprof
+            && !self.has_seconds
+            && !self.delta_path
+            && is_cumulative(&self.profile_name)
     }
 
     /// Whether what is forwarded is a delta of a cumulative profile, and so carries
     /// `__delta__="false"` (the backend must not subtract again).
     pub fn already_delta(&self) -> bool {
         is_cumulative(&self.profile_name)
-            && (self.godeltaprof || self.has_seconds || self.client_delta())
+            && (self.godeltaprof || self.has_seconds || self.delta_path || self.client_delta())
     }
 
     /// The labels every forwarded profile of this target carries: all target labels, plus
@@ -379,12 +388,16 @@ pub fn targets_for(
         }
         let url = url_for(&labels, &params);
         let hash = identity(&labels, &url);
+        let delta_path = !godeltaprof
+            && is_cumulative(&profile_name)
+            && is_delta_path(labels.get(PROFILE_PATH).unwrap_or(""));
         out.push(ScrapeTarget {
             labels,
             url,
             profile_name,
             godeltaprof,
             has_seconds,
+            delta_path,
             hash,
         });
     }
@@ -1009,6 +1022,36 @@ mod tests {
         assert_eq!(ts[0].profile_name, "memory");
         assert!(ts[0].godeltaprof && !ts[0].client_delta());
         assert_eq!(ts[0].url, "http://a:1/debug/pprof/delta_heap");
+    }
+
+    #[test]
+    fn a_godeltaprof_path_as_a_cumulative_type_is_not_subtracted() {
+        let mut cfg = ProfilingConfig::default();
+        cfg.memory.path = "/debug/pprof/delta_heap".into();
+        cfg.mutex.path = "/debug/pprof/delta_mutex".into();
+        cfg.goroutine.path = "/debug/pprof/delta_goroutine".into();
+        let types = cfg.all_types().expect("valid");
+        let ts =
+            targets_for(&labels(&[("__address__", "a:1")]), &types, &settings()).expect("targets");
+        let by_name = |n: &str| {
+            ts.iter()
+                .find(|t| t.labels.get("__name__") == Some(n))
+                .unwrap_or_else(|| panic!("no {n}"))
+        };
+        for n in ["memory", "mutex"] {
+            let t = by_name(n);
+            assert!(
+                t.delta_path && !t.client_delta() && t.already_delta(),
+                "{n}"
+            );
+            assert!(
+                t.forward_labels()
+                    .contains(&("__delta__".into(), "false".into()))
+            );
+        }
+        // Block keeps its cumulative path; goroutine is not cumulative whatever its path.
+        assert!(!by_name("block").delta_path && by_name("block").client_delta());
+        assert!(!by_name("goroutine").delta_path);
     }
 
     #[test]
