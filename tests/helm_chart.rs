@@ -580,7 +580,9 @@ fn probes_service_and_service_monitor_point_at_the_http_server() {
     let Some(helm) = Helm::find() else { return };
     let objects = helm.objects(case("statefulset-persistent"));
     let c = container(&objects);
-    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/-/healthy");
+    // Not /-/healthy: a backend outage or targets down must not restart the pod (it would lose
+    // the queue and the delta baselines and fix nothing).
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/-/ready");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/-/ready");
     assert_eq!(c["ports"][0]["name"], "http-metrics");
     assert_eq!(c["ports"][0]["containerPort"], 12345);

@@ -89,9 +89,12 @@ spec:
         - name: http-metrics
           containerPort: {{ .Values.server.port }}
           protocol: TCP
+      {{- /* Liveness asks only whether the server answers. /-/healthy turns 500 while a backend
+      is down or every target is, and a restart fixes neither: it loses the queued profiles and
+      the delta baselines. Component health is for people (UI, /-/healthy, metrics). */}}
       livenessProbe:
         httpGet:
-          path: /-/healthy
+          path: /-/ready
           port: http-metrics
         initialDelaySeconds: 10
         periodSeconds: 15
