@@ -6,6 +6,7 @@
 //! (tests/go/pprofcheck `totals`); see tests/go/harness.rs for how a missing tool is handled.
 
 #[path = "go/harness.rs"]
+#[allow(unused_imports)] // what the pprof oracle tests use of it
 mod harness;
 mod support;
 

@@ -375,8 +375,10 @@ mod tests {
         for round in 0..200 {
             let types = 1 + (rng.next() % 4) as usize;
             let n = 20 + (rng.next() % 300) as usize;
-            let mut p = Profile::default();
-            p.sample_type = vec![Default::default(); types];
+            let mut p = Profile {
+                sample_type: vec![Default::default(); types],
+                ..Default::default()
+            };
             for _ in 0..n {
                 let value = (0..types).map(|_| rng.skewed()).collect();
                 p.sample.push(Sample {

@@ -95,12 +95,8 @@ impl TypeKept {
 
     /// Tenths of a percent kept, rounded down (exact: 95.0% is never shown for less).
     pub fn permille(&self) -> u128 {
-        if self.total == 0 {
-            1000
-        } else {
-            // kept <= total < 2^96, so times 1000 fits.
-            self.kept * 1000 / self.total
-        }
+        // kept <= total < 2^96, so times 1000 fits.
+        (self.kept * 1000).checked_div(self.total).unwrap_or(1000)
     }
 
     /// Whether it kept at least `percent` of its total.

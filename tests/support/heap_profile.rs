@@ -112,7 +112,7 @@ pub fn skewed_heap(samples: usize, seed: u64) -> Profile {
             location_id.push((3 * DIGIT) as u64 + 1 + rng.next() % CALLERS as u64);
         }
         let size = 16i64 << (rng.next() % 13);
-        let (alloc, inuse) = if rng.next() % 4 == 0 {
+        let (alloc, inuse) = if rng.next().is_multiple_of(4) {
             // Retains what it allocates: small allocation counts, most of them still live.
             let alloc = rng.pareto(1.0, 1.1);
             (alloc, alloc - alloc * (rng.next() % 50) as i64 / 100)
