@@ -133,6 +133,10 @@ fn goapp_deltas_and_merges_match_google_pprof() {
         trim::truncate_stacks(&heap, 3, trim::Keep::Root),
         trim::truncate_stacks(&heap, 2, trim::Keep::Leaf),
         trim::keep_heaviest(&heap, 10, trim::default_value_index(&heap)),
+        trim::keep_selected(
+            &heap,
+            &trim::choose_samples(&heap, 10, trim::COVERAGE_PERCENT),
+        ),
         trim::drop_zero_samples(&heap),
     ];
     for (i, t) in trimmed.into_iter().enumerate() {

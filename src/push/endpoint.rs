@@ -339,16 +339,11 @@ impl Endpoint {
             .map_err(|e| (Reason::TooLarge, format!("trimming failed: {e}")))?;
         match fit {
             Fit::Unchanged => Ok(entry.raw.clone()),
-            Fit::Trimmed {
-                raw,
-                samples_before,
-                samples_after,
-            } => {
+            Fit::Trimmed { raw, report } => {
                 emit(ProfileTrimmed {
                     metrics: &self.metrics,
                     endpoint: &self.settings.url,
-                    samples_before,
-                    samples_after,
+                    report: &report,
                 });
                 Ok(raw)
             }

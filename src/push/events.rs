@@ -8,9 +8,10 @@
 
 use std::time::Duration;
 
+use super::limits::TrimReport;
 use super::metrics::{EndpointMetrics, Latency, Reason};
 use crate::protocols::pyroscope::wire::PushError;
-use crate::runtime::event::InternalEvent;
+use crate::runtime::event::{InternalEvent, LogThrottle};
 
 /// Why an endpoint drops a profile, with what the log line needs.
 pub(super) enum Drop<'a> {
@@ -116,18 +117,51 @@ impl InternalEvent for ProfileSent<'_> {
     }
 }
 
-/// A profile was trimmed to fit the backend's limits.
+/// A profile was trimmed to fit the backend's limits. Logged at debug level each time; at info
+/// (every sample type kept 95% of its total) or warn (some did not: the limit left no room)
+/// at most once a minute per endpoint and level, with the count of trims not logged since.
 pub(super) struct ProfileTrimmed<'a> {
     pub metrics: &'a EndpointMetrics,
     pub endpoint: &'a str,
-    pub samples_before: usize,
-    pub samples_after: usize,
+    pub report: &'a TrimReport,
+}
+
+/// The rate limits of an endpoint's trimming lines: trimming can hit every profile of a large
+/// target, every scrape.
+pub(super) struct TrimLog {
+    complete: LogThrottle,
+    short: LogThrottle,
+}
+
+impl TrimLog {
+    const EVERY: Duration = Duration::from_secs(60);
+
+    pub(super) const fn new() -> TrimLog {
+        TrimLog {
+            complete: LogThrottle::new(Self::EVERY),
+            short: LogThrottle::new(Self::EVERY),
+        }
+    }
 }
 
 impl InternalEvent for ProfileTrimmed<'_> {
     fn emit(self) {
-        let (samples_before, samples_after) = (self.samples_before, self.samples_after);
-        tracing::debug!(endpoint = %self.endpoint, samples_before, samples_after, "trimmed profile to the backend's limits");
-        self.metrics.trimmed();
+        let r = self.report;
+        let endpoint = self.endpoint;
+        let (reason, samples_before, samples_after) =
+            (r.reason.as_str(), r.samples_before, r.samples_after);
+        let kept = r.kept_text();
+        let short = r.short().join(", ");
+        tracing::debug!(endpoint = %endpoint, reason, samples_before, samples_after, kept = %kept, short = %short, "trimmed profile to the backend's limits");
+        let log = self.metrics.trim_log();
+        let now = std::time::Instant::now();
+        if short.is_empty() {
+            if let Some(unlogged) = log.complete.admit(now) {
+                tracing::info!(endpoint = %endpoint, reason, samples_before, samples_after, kept = %kept, unlogged, "trimming profiles to the backend's limits; every sample type keeps 95% of its total");
+            }
+        } else if let Some(unlogged) = log.short.admit(now) {
+            tracing::warn!(endpoint = %endpoint, reason, samples_before, samples_after, kept = %kept, short = %short, unlogged, "trimming profiles to the backend's limits; some sample types keep less than 95% of their total");
+        }
+        self.metrics.trimmed(r.reason);
     }
 }

@@ -11,10 +11,10 @@
 //! | `pyroscope_write_latency` | endpoint, type | seconds; `push_downstream` one HTTP attempt, `push_endpoint` first attempt to outcome, `queue` time queued |
 //! | `pyroscope_write_queue_profiles` | endpoint | profiles waiting (not in flight) |
 //! | `pyroscope_write_queue_bytes` | endpoint | bytes waiting |
-//! | `pyroscope_write_trimmed_profiles_total` | endpoint | profiles trimmed to fit the backend's limits |
+//! | `pyroscope_write_trimmed_profiles_total` | endpoint, reason | profiles trimmed to fit the backend's limits; `reason` is the limit (`max_profile_samples`, `max_profile_size_bytes`, `max_burst_bytes`) |
 //!
 //! Every series also has `component_id` and `component_path`. Drop reasons are the
-//! [`Reason`] values.
+//! [`Reason`] values, trim reasons the [`TrimReason`] ones.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -22,6 +22,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use super::events::TrimLog;
+use super::limits::TrimReason;
 use super::queue::DepthGauges;
 use crate::runtime::metrics::{Labels, MetricsRegistry, component_labels};
 
@@ -181,7 +183,12 @@ impl WriteMetrics {
             sent_profiles: self.sent_profiles.get_or_create(&base).clone(),
             sent_bytes: self.sent_bytes.get_or_create(&base).clone(),
             retries: self.retries.get_or_create(&base).clone(),
-            trimmed: self.trimmed.get_or_create(&base).clone(),
+            trimmed: TrimReason::ALL.map(|r| {
+                self.trimmed
+                    .get_or_create(&with("reason", r.as_str()))
+                    .clone()
+            }),
+            trim_log: std::sync::Arc::new(TrimLog::new()),
             latency: LATENCY_TYPES.map(|t| self.latency.get_or_create(&with("type", t)).clone()),
             all: self.clone(),
             base,
@@ -208,7 +215,10 @@ pub struct EndpointMetrics {
     sent_profiles: Counter,
     sent_bytes: Counter,
     retries: Counter,
-    trimmed: Counter,
+    /// Per [`TrimReason`], indexed by its discriminant.
+    trimmed: [Counter; 3],
+    /// Rate limits of the trimming log lines, shared by the endpoint's senders.
+    trim_log: std::sync::Arc<TrimLog>,
     latency: [Histogram; 3],
 }
 
@@ -237,8 +247,12 @@ impl EndpointMetrics {
         self.retries.inc();
     }
 
-    pub fn trimmed(&self) {
-        self.trimmed.inc();
+    pub fn trimmed(&self, reason: TrimReason) {
+        self.trimmed[reason as usize].inc();
+    }
+
+    pub(super) fn trim_log(&self) -> &TrimLog {
+        &self.trim_log
     }
 
     pub fn latency(&self, kind: Latency, seconds: f64) {
@@ -256,8 +270,11 @@ impl EndpointMetrics {
     /// Removes every series of this endpoint (the component exited).
     pub fn remove(&self) {
         let a = &self.all;
-        for family in [&a.sent_bytes, &a.sent_profiles, &a.retries, &a.trimmed] {
+        for family in [&a.sent_bytes, &a.sent_profiles, &a.retries] {
             family.remove(&self.base);
+        }
+        for r in TrimReason::ALL {
+            a.trimmed.remove(&self.with("reason", r.as_str()));
         }
         a.queue_profiles.remove(&self.base);
         a.queue_bytes.remove(&self.base);

@@ -11,6 +11,10 @@
 //	    expected = profile.Merge(IN...); compares totals per stack with OURS.
 //	pprofcheck valid FILE...
 //	    parses each file (ParseData + CheckValid).
+//	pprofcheck totals FILE
+//	    parses the file and prints its sample count, each sample type's total (sum of absolute
+//	    values) and its comments, one per line: "samples N", "total TYPE UNIT SUM",
+//	    "comment TEXT".
 //
 // Exit status 0 when everything matches; mismatches are listed on stdout.
 package main
@@ -56,6 +60,26 @@ func main() {
 			fail("merge: %v", err)
 		}
 		os.Exit(compare(want, ours))
+	case "totals":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		p := load(os.Args[2])
+		fmt.Printf("samples %d\n", len(p.Sample))
+		for i, st := range p.SampleType {
+			var sum uint64
+			for _, s := range p.Sample {
+				v := s.Value[i]
+				if v < 0 {
+					v = -v
+				}
+				sum += uint64(v)
+			}
+			fmt.Printf("total %s %s %d\n", st.Type, st.Unit, sum)
+		}
+		for _, c := range p.Comments {
+			fmt.Printf("comment %s\n", c)
+		}
 	case "valid":
 		for _, f := range os.Args[2:] {
 			load(f)
@@ -67,7 +91,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: pprofcheck delta [-all|-types a,b] OLD NEW OURS | merge OURS IN... | valid FILE...")
+	fmt.Fprintln(os.Stderr, "usage: pprofcheck delta [-all|-types a,b] OLD NEW OURS | merge OURS IN... | valid FILE... | totals FILE")
 	os.Exit(2)
 }
 

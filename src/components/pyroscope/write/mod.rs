@@ -45,6 +45,20 @@
 //! Updates keep the exported receiver (dependants are not re-evaluated) and keep each
 //! endpoint's queue when its URL is unchanged. Shutdown sends what is queued until
 //! `flush_deadline`, then drops the rest (reason `shutdown`).
+//!
+//! Limits: a profile over one of the `limits` (which Pyroscope would reject) is trimmed
+//! before it is pushed (`crate::push::limits`): zero samples are removed and equal samples
+//! merged, then samples are kept so that every sample type keeps at least 95% of its total
+//! where the limit allows it — for a heap profile, `inuse_*` as well as `alloc_*`, whose
+//! weight lies in different samples — and the room left goes to the samples that weigh most
+//! in any type. When even that many samples cannot hold 95% of every type, the types are
+//! raised together and the ones left under 95% are named. A trimmed profile carries a pprof
+//! comment (`go tool pprof -raw` prints it), e.g. `scraper: trimmed 50000 samples to 16000
+//! (max_profile_samples = 16000); kept of each type's total: alloc_objects 98.5%, ...`, is
+//! counted in `pyroscope_write_trimmed_profiles_total{endpoint,reason}` (`reason`: the limit
+//! that decided the sample count), logged at debug level each time and at info (or warn, when
+//! a type stayed under 95%) at most once a minute per endpoint. A profile that cannot be
+//! trimmed to fit is dropped (reason `too_large`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
