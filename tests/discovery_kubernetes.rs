@@ -3,6 +3,7 @@
 //! API server that stops answering and expired resource versions (health, logs' metrics and
 //! recovery), what is sent to the server, credentials, and `scraper discover`.
 
+mod scrape_support;
 mod support;
 
 use std::collections::BTreeMap;
@@ -10,12 +11,19 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use scrape_support::{Behavior, FaultServer, captured};
 use scraper::components::discovery::kubernetes::{Arguments, Kubernetes, Timeouts};
+use scraper::components::pyroscope::scrape::profiling::ProfilingConfig;
+use scraper::components::pyroscope::scrape::target::DiscoveredTarget;
+use scraper::components::pyroscope::scrape::{Scrape, ScrapeOptions};
+use scraper::httpclient::{HttpClientConfig, WithHttpClient};
+use scraper::profiles::{Appendable, Profile, Receiver};
 use scraper::runtime::health::{Health, HealthState};
 use scraper::runtime::{Component, ComponentOptions, ExportsHandle};
 use scraper::syntax::decode;
 use scraper::syntax::eval::{Scope, eval_body};
 use scraper::syntax::parser::parse_file;
+use scraper::syntax::types::{CapsuleRef, Duration as AlloyDuration};
 use scraper::syntax::value::Value;
 use serde_json::json;
 use support::fake_kube::FakeKube;
@@ -484,13 +492,83 @@ async fn api_errors_back_off_keep_the_last_targets_and_clear_on_recovery() {
     assert_eq!(health.state, HealthState::Healthy, "{health:?}");
 }
 
+/// Profiles arriving at a `pyroscope.scrape` receiver, dropped: the test reads the scrape
+/// component's own status.
+struct Discard;
+
+impl Appendable for Discard {
+    fn append(&self, _: Vec<Profile>) {}
+}
+
+/// Runs `pyroscope.scrape` on `targets` as discovery exported them (the test stands in for the
+/// controller's wiring) and waits until the one at `instance` has been scraped successfully.
+async fn scrape_until_up(targets: &[Target], instance: &str) {
+    let mut profiling = ProfilingConfig::default();
+    profiling.process_cpu.enabled = false;
+    profiling.goroutine.enabled = false;
+    profiling.mutex.enabled = false;
+    profiling.block.enabled = false;
+    let args = WithHttpClient {
+        inner: ScrapeOptions {
+            targets: targets.iter().map(DiscoveredTarget::from).collect(),
+            forward_to: vec![CapsuleRef(Arc::new(Receiver::new(Discard)))],
+            job_name: "kubernetes".into(),
+            params: BTreeMap::new(),
+            scrape_interval: AlloyDuration::from_secs(1),
+            scrape_timeout: AlloyDuration::from_secs(1),
+            delta_profiling_duration: AlloyDuration::from_secs(14),
+            scheme: "http".into(),
+            profiling_config: profiling,
+            clustering: None,
+            body_size_limit: 64 << 20,
+            label_limit: 0,
+            label_name_length_limit: 0,
+            label_value_length_limit: 0,
+        },
+        http: HttpClientConfig::default(),
+    };
+    let opts = ComponentOptions::standalone(
+        "pyroscope.scrape.test",
+        "pyroscope.scrape",
+        Scrape::initial_exports(),
+    );
+    let scrape = Arc::new(Scrape::build(opts, args).expect("build scrape"));
+    let stop = CancellationToken::new();
+    tokio::spawn(scrape.clone().run(stop.clone()));
+    let up = |scrape: &Scrape| {
+        let info = scrape.debug_info().expect("scrape debug info");
+        info["targets"].as_array().is_some_and(|ts| {
+            ts.iter()
+                .any(|t| t["labels"]["instance"] == instance && t["health"] == "up")
+        })
+    };
+    let start = Instant::now();
+    while !up(&scrape) {
+        assert!(
+            start.elapsed() < WAIT,
+            "{instance} not scraped: {:#}",
+            scrape.debug_info().unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.cancel();
+}
+
 /// The watch connection stops answering (a hung API server, a proxy that lost its state):
 /// the open watch goes silent and new watch requests are accepted and never answered. The
 /// silent watch is given up at its bound, every new request at the request timeout; the
 /// component is unhealthy meanwhile, keeps its targets, and once the server answers again it
-/// recovers within one timeout period and finds the pod added meanwhile.
+/// recovers within one timeout period and finds the pod added meanwhile, which is then scraped.
 #[tokio::test]
 async fn a_watch_that_stops_answering_recovers_within_one_timeout_period() {
+    // Pod `b` is served by a profiling endpoint on 127.0.0.1.
+    let server = FaultServer::start(vec![(
+        "/debug/pprof/allocs",
+        Behavior::Profile(captured("goapp-heap-1.pb.gz")),
+    )])
+    .await;
+    let b_port = i32::from(server.addr.port());
+    let b_address = format!("127.0.0.1:{b_port}");
     let fake = FakeKube::start().await;
     fake.apply(pod("default", "a", "10.0.0.1", json!({}), &[80]));
     let d = Running::start_with(&config(&fake, ""), FAST);
@@ -498,7 +576,7 @@ async fn a_watch_that_stops_answering_recovers_within_one_timeout_period() {
     d.until_health(HealthState::Healthy).await;
 
     fake.stall_watches();
-    fake.apply(pod("default", "b", "10.0.0.2", json!({}), &[80]));
+    fake.apply(pod("default", "b", "127.0.0.1", json!({}), &[b_port]));
     let stuck = d.until_health(HealthState::Unhealthy).await;
     assert!(
         stuck.message.contains("1 of 1 watches failing")
@@ -522,7 +600,10 @@ async fn a_watch_that_stops_answering_recovers_within_one_timeout_period() {
     let timeouts = d.failures("timeout");
     assert!(timeouts >= 1.0);
     d.until(WAIT, |t| t.len() == 2).await;
-    assert_eq!(d.addresses(), ["10.0.0.1:80", "10.0.0.2:80"]);
+    assert_eq!(
+        d.addresses(),
+        ["10.0.0.1:80".to_string(), b_address.clone()]
+    );
     d.until_health(HealthState::Healthy).await;
     assert!(
         d.failures("timeout") <= timeouts + 1.0,
@@ -534,6 +615,8 @@ async fn a_watch_that_stops_answering_recovers_within_one_timeout_period() {
     let info = d.debug();
     assert!(info["last_error"].is_null(), "{info}");
     assert_eq!(info["failing_watches"], json!([]), "{info}");
+
+    scrape_until_up(&d.targets(), &b_address).await;
 }
 
 /// A list that is accepted and never answered times out; before the first list the component

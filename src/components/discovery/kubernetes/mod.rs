@@ -64,7 +64,6 @@ use self::events::{
     ClientSetupFailed, ClientSetupRecovered, WatchExpired, WatchFailed, WatchRecovered,
 };
 use self::outage::Outages;
-use self::watcher::FailureReason;
 use crate::runtime::event::emit;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -80,7 +79,7 @@ pub use cache::{Cache, Caches, Key};
 pub use client::{Built as BuiltClient, ClientError, build as build_client};
 pub use role::{Affected, Resource, Role};
 pub use state::{EventKind, Object, Scope, State, WatchEvent};
-pub use watcher::{Failure, Timeouts};
+pub use watcher::{Failure, FailureReason, Timeouts};
 
 use crate::labels::LabelSet;
 use crate::runtime::health::{Health, HealthState};

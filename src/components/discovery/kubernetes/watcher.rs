@@ -332,7 +332,7 @@ where
                 return (Some(WatchEvent::Error(f)), Phase::Relist);
             }
             Ok(Err(e)) => {
-                let f = Failure::new(FailureReason::List, format!("list failed: {e}"));
+                let f = Failure::new(FailureReason::List, e.to_string());
                 return (Some(WatchEvent::Error(f)), Phase::Relist);
             }
             Err(_) => {
@@ -395,7 +395,7 @@ where
                 (Some(WatchEvent::Error(f)), Phase::Relist)
             }
             Ok(Err(e)) => {
-                let f = Failure::new(FailureReason::Watch, format!("watch failed: {e}"));
+                let f = Failure::new(FailureReason::Watch, e.to_string());
                 (Some(WatchEvent::Error(f)), Phase::Resume { version })
             }
             Err(_) => {
@@ -441,7 +441,7 @@ where
                 return (Some(WatchEvent::Error(f)), Phase::Relist);
             }
             Some(Err(e)) => {
-                let f = Failure::new(FailureReason::Watch, format!("watch stream failed: {e}"));
+                let f = Failure::new(FailureReason::Watch, format!("stream failed: {e}"));
                 return (Some(WatchEvent::Error(f)), Phase::Resume { version });
             }
             None => {
@@ -449,7 +449,7 @@ where
                 if !seen_any && lasted < SHORT_WATCH {
                     let f = Failure::new(
                         FailureReason::Watch,
-                        format!("very short watch: ended after {lasted:?} without an event"),
+                        format!("ended after {lasted:?} without an event (a very short watch)"),
                     );
                     return (Some(WatchEvent::Error(f)), Phase::Resume { version });
                 }
@@ -485,7 +485,7 @@ where
                 let f = Failure::new(
                     FailureReason::Watch,
                     format!(
-                        "watch error event: {} ({} {})",
+                        "error event: {} ({} {})",
                         status.message, status.code, status.reason
                     ),
                 );
