@@ -194,8 +194,9 @@ impl Kubernetes {
             st.source = client.source.clone();
             st.watches = scopes.iter().map(describe).collect();
             st.synced = false;
-            // The previous session's watches are gone, failing or not.
+            // The previous session's watches are gone, failing or not, and so are their errors.
             st.outages = Outages::new(scopes.len());
+            st.last_error = None;
             self.metrics.set_failing(0);
         }
         let streams = scopes.iter().enumerate().map(|(i, scope)| {
@@ -441,7 +442,11 @@ fn outage_health(st: &Status) -> Health {
         .take(3)
         .map(|(i, o)| {
             let watch = st.watches.get(i).map_or("?", String::as_str);
-            format!("{watch}: {} ({} failures)", o.last, o.failures)
+            let times = match o.failures {
+                1 => "once".to_string(),
+                n => format!("{n} times"),
+            };
+            format!("{watch}: {} (failed {times})", o.last)
         })
         .collect();
     let more = failing.saturating_sub(named.len());
