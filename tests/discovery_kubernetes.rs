@@ -1,7 +1,9 @@
 //! `discovery.kubernetes` against the in-repo fake API server (tests/support/fake_kube.rs),
-//! through the real kube-rs client stack: target sets, event latency, relists without flapping,
-//! what is sent to the server, credentials, and `scraper discover`.
+//! through the real kube-rs client stack: target sets, changes, relists without flapping, an
+//! API server that stops answering and expired resource versions (health, logs' metrics and
+//! recovery), what is sent to the server, credentials, and `scraper discover`.
 
+mod scrape_support;
 mod support;
 
 use std::collections::BTreeMap;
@@ -9,17 +11,38 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use scraper::components::discovery::kubernetes::{Arguments, Kubernetes};
+use scrape_support::{Behavior, FaultServer, captured};
+use scraper::components::discovery::kubernetes::{Arguments, Kubernetes, Timeouts};
+use scraper::components::pyroscope::scrape::profiling::ProfilingConfig;
+use scraper::components::pyroscope::scrape::target::DiscoveredTarget;
+use scraper::components::pyroscope::scrape::{Scrape, ScrapeOptions};
+use scraper::httpclient::{HttpClientConfig, WithHttpClient};
+use scraper::profiles::{Appendable, Profile, Receiver};
+use scraper::runtime::health::{Health, HealthState};
 use scraper::runtime::{Component, ComponentOptions, ExportsHandle};
 use scraper::syntax::decode;
 use scraper::syntax::eval::{Scope, eval_body};
 use scraper::syntax::parser::parse_file;
+use scraper::syntax::types::{CapsuleRef, Duration as AlloyDuration};
 use scraper::syntax::value::Value;
 use serde_json::json;
 use support::fake_kube::FakeKube;
 use tokio_util::sync::CancellationToken;
 
 type Target = BTreeMap<String, String>;
+
+/// The hang guard of every wait: far beyond what any step needs, so that only a hang fails.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Timeouts short enough to run out within a test: a request answers within 1 s, a watch ends
+/// by its server after 2 s and is given up 1 s later.
+const FAST: Timeouts = Timeouts {
+    request: Duration::from_secs(1),
+    watch: Duration::from_secs(2),
+    watch_margin: Duration::from_secs(1),
+    retry_initial: Duration::from_millis(50),
+    retry_max: Duration::from_millis(200),
+};
 
 fn decode_args(src: &str) -> Arguments {
     let (file, diags) = parse_file(src);
@@ -44,6 +67,12 @@ impl Drop for Running {
 
 impl Running {
     fn start(src: &str) -> Running {
+        Running::start_with(src, Timeouts::default())
+    }
+
+    fn start_with(src: &str, timeouts: Timeouts) -> Running {
+        let mut args = decode_args(src);
+        args.inner.timeouts = timeouts;
         let opts = ComponentOptions::standalone(
             "discovery.kubernetes.test",
             "discovery.kubernetes",
@@ -51,7 +80,7 @@ impl Running {
         );
         let exports = opts.exports.clone();
         let metrics = opts.metrics.clone();
-        let component = Arc::new(Kubernetes::build(opts, decode_args(src)).expect("build"));
+        let component = Arc::new(Kubernetes::build(opts, args).expect("build"));
         let stop = CancellationToken::new();
         tokio::spawn(component.clone().run(stop.clone()));
         Running {
@@ -74,6 +103,62 @@ impl Running {
             .iter()
             .map(|t| t["__address__"].clone())
             .collect()
+    }
+
+    fn debug(&self) -> serde_json::Value {
+        self.component.debug_info().expect("debug info")
+    }
+
+    fn publications(&self) -> u64 {
+        self.debug()["publications"].as_u64().expect("publications")
+    }
+
+    /// Waits until the component reports `state`, and returns that report.
+    async fn until_health(&self, state: HealthState) -> Health {
+        let start = Instant::now();
+        loop {
+            if let Some(h) = self.component.health().filter(|h| h.state == state) {
+                return h;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "not {state} within {WAIT:?}: {:?}\ndebug: {:#}",
+                self.component.health(),
+                self.debug()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until `n` publications have been made.
+    async fn until_publications(&self, n: u64) {
+        let start = Instant::now();
+        while self.publications() < n {
+            assert!(
+                start.elapsed() < WAIT,
+                "no publication {n}: {:#}",
+                self.debug()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A series of this component's `discovery_kubernetes_*` / `prometheus_sd_*` metrics.
+    fn metric(&self, name: &str, extra: &str) -> f64 {
+        let text = self.metrics.encode().expect("metrics");
+        let series = format!(
+            "{name}{{component_id=\"discovery.kubernetes.test\",component_path=\"/\"{extra}}} "
+        );
+        text.lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .map_or(0.0, |v| v.trim().parse().expect("a number"))
+    }
+
+    fn failures(&self, reason: &str) -> f64 {
+        self.metric(
+            "discovery_kubernetes_failures_total",
+            &format!(",reason=\"{reason}\""),
+        )
     }
 
     /// Waits until `f` holds for the targets; returns how long that took.
@@ -218,8 +303,11 @@ async fn realistic_pods_become_prometheus_targets() {
     assert_eq!(t, want);
 }
 
+/// Each change (add, modify, delete) reaches the targets as one publication, with Alloy's
+/// 5 s publication interval. Waiting is on the publication itself; the time it takes is only
+/// bounded by the hang guard.
 #[tokio::test]
-async fn pod_changes_reach_targets_within_six_seconds() {
+async fn pod_changes_reach_targets_one_publication_each() {
     let fake = FakeKube::start().await;
     fake.apply(pod(
         "default",
@@ -228,12 +316,13 @@ async fn pod_changes_reach_targets_within_six_seconds() {
         json!({"app": "x"}),
         &[8080],
     ));
-    // Alloy's publication interval: 5 s.
     let src = format!("role = \"pod\"\napi_server = \"{}\"\n", fake.url());
     let d = Running::start(&src);
-    d.until(Duration::from_secs(10), |t| t.len() == 1).await;
+    d.until_publications(1).await;
+    assert_eq!(d.addresses(), ["10.0.0.1:8080"]);
 
-    let limit = Duration::from_secs(6);
+    // Nothing else changes between the steps, so each change is exactly one publication,
+    // and the targets are read after it (exports are published before it is counted).
     fake.apply(pod(
         "default",
         "b",
@@ -241,7 +330,8 @@ async fn pod_changes_reach_targets_within_six_seconds() {
         json!({"app": "x"}),
         &[8080],
     ));
-    let added = d.until(limit, |t| t.len() == 2).await;
+    d.until_publications(2).await;
+    assert_eq!(d.addresses(), ["10.0.0.1:8080", "10.0.0.2:8080"]);
 
     fake.apply(pod(
         "default",
@@ -250,20 +340,18 @@ async fn pod_changes_reach_targets_within_six_seconds() {
         json!({"app": "y"}),
         &[8080],
     ));
-    let modified = d
-        .until(limit, |t| {
-            t.iter()
-                .any(|t| t.get("__meta_kubernetes_pod_label_app").map(String::as_str) == Some("y"))
-        })
-        .await;
+    d.until_publications(3).await;
+    let targets = d.targets();
+    let labels: Vec<&str> = targets
+        .iter()
+        .map(|t| t["__meta_kubernetes_pod_label_app"].as_str())
+        .collect();
+    assert_eq!(labels, ["x", "y"]);
 
     fake.delete("pods", Some("default"), "a");
-    let deleted = d
-        .until(limit, |t| {
-            t.len() == 1 && t[0]["__address__"] == "10.0.0.2:8080"
-        })
-        .await;
-    println!("add {added:?}, modify {modified:?}, delete {deleted:?}");
+    d.until_publications(4).await;
+    assert_eq!(d.addresses(), ["10.0.0.2:8080"]);
+    assert_eq!(d.publications(), 4, "one publication per change");
 }
 
 #[tokio::test]
@@ -378,21 +466,240 @@ async fn a_dropped_connection_rewatches_without_an_empty_target_set() {
 }
 
 #[tokio::test]
-async fn api_errors_back_off_and_keep_the_last_targets() {
+async fn api_errors_back_off_keep_the_last_targets_and_clear_on_recovery() {
     let fake = FakeKube::start().await;
     fake.apply(pod("default", "a", "10.0.0.1", json!({}), &[80]));
-    let d = Running::start(&config(&fake, ""));
-    d.until(Duration::from_secs(10), |t| t.len() == 1).await;
+    let quick_retries = Timeouts {
+        retry_initial: Duration::from_millis(50),
+        retry_max: Duration::from_millis(200),
+        ..Timeouts::default()
+    };
+    let d = Running::start_with(&config(&fake, ""), quick_retries);
+    d.until(WAIT, |t| t.len() == 1).await;
     fake.fail_next(500, 3);
     fake.expire_watches();
     // The relist fails three times; targets stay until it succeeds.
     fake.apply(pod("default", "b", "10.0.0.2", json!({}), &[80]));
-    never_empty(&d, Duration::from_secs(30), |t| t.len() == 2).await;
-    let info = d.component.debug_info().expect("debug info");
+    never_empty(&d, WAIT, |t| t.len() == 2).await;
+    // The failures are counted by reason; with the list done, nothing is failing any more.
+    assert_eq!(d.failures("expired"), 1.0);
+    assert_eq!(d.failures("list"), 3.0);
+    assert_eq!(d.metric("prometheus_sd_kubernetes_failures_total", ""), 4.0);
+    assert_eq!(d.metric("discovery_kubernetes_watches_failing", ""), 0.0);
+    let info = d.debug();
+    assert!(info["last_error"].is_null(), "{info}");
+    let health = d.component.health().expect("a report");
+    assert_eq!(health.state, HealthState::Healthy, "{health:?}");
+}
+
+/// Profiles arriving at a `pyroscope.scrape` receiver, dropped: the test reads the scrape
+/// component's own status.
+struct Discard;
+
+impl Appendable for Discard {
+    fn append(&self, _: Vec<Profile>) {}
+}
+
+/// Runs `pyroscope.scrape` on `targets` as discovery exported them (the test stands in for the
+/// controller's wiring) and waits until the one at `instance` has been scraped successfully.
+async fn scrape_until_up(targets: &[Target], instance: &str) {
+    let mut profiling = ProfilingConfig::default();
+    profiling.process_cpu.enabled = false;
+    profiling.goroutine.enabled = false;
+    profiling.mutex.enabled = false;
+    profiling.block.enabled = false;
+    let args = WithHttpClient {
+        inner: ScrapeOptions {
+            targets: targets.iter().map(DiscoveredTarget::from).collect(),
+            forward_to: vec![CapsuleRef(Arc::new(Receiver::new(Discard)))],
+            job_name: "kubernetes".into(),
+            params: BTreeMap::new(),
+            scrape_interval: AlloyDuration::from_secs(1),
+            scrape_timeout: AlloyDuration::from_secs(1),
+            delta_profiling_duration: AlloyDuration::from_secs(14),
+            scheme: "http".into(),
+            profiling_config: profiling,
+            clustering: None,
+            body_size_limit: 64 << 20,
+            label_limit: 0,
+            label_name_length_limit: 0,
+            label_value_length_limit: 0,
+        },
+        http: HttpClientConfig::default(),
+    };
+    let opts = ComponentOptions::standalone(
+        "pyroscope.scrape.test",
+        "pyroscope.scrape",
+        Scrape::initial_exports(),
+    );
+    let scrape = Arc::new(Scrape::build(opts, args).expect("build scrape"));
+    let stop = CancellationToken::new();
+    tokio::spawn(scrape.clone().run(stop.clone()));
+    let up = |scrape: &Scrape| {
+        let info = scrape.debug_info().expect("scrape debug info");
+        info["targets"].as_array().is_some_and(|ts| {
+            ts.iter()
+                .any(|t| t["labels"]["instance"] == instance && t["health"] == "up")
+        })
+    };
+    let start = Instant::now();
+    while !up(&scrape) {
+        assert!(
+            start.elapsed() < WAIT,
+            "{instance} not scraped: {:#}",
+            scrape.debug_info().unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.cancel();
+}
+
+/// The watch connection stops answering (a hung API server, a proxy that lost its state):
+/// the open watch goes silent and new watch requests are accepted and never answered. The
+/// silent watch is given up at its bound, every new request at the request timeout; the
+/// component is unhealthy meanwhile, keeps its targets, and once the server answers again it
+/// recovers within one timeout period and finds the pod added meanwhile, which is then scraped.
+#[tokio::test]
+async fn a_watch_that_stops_answering_recovers_within_one_timeout_period() {
+    // Pod `b` is served by a profiling endpoint on 127.0.0.1.
+    let server = FaultServer::start(vec![(
+        "/debug/pprof/allocs",
+        Behavior::Profile(captured("goapp-heap-1.pb.gz")),
+    )])
+    .await;
+    let b_port = i32::from(server.addr.port());
+    let b_address = format!("127.0.0.1:{b_port}");
+    let fake = FakeKube::start().await;
+    fake.apply(pod("default", "a", "10.0.0.1", json!({}), &[80]));
+    let d = Running::start_with(&config(&fake, ""), FAST);
+    d.until(WAIT, |t| t.len() == 1).await;
+    d.until_health(HealthState::Healthy).await;
+
+    fake.stall_watches();
+    fake.apply(pod("default", "b", "127.0.0.1", json!({}), &[b_port]));
+    let stuck = d.until_health(HealthState::Unhealthy).await;
     assert!(
-        info["last_error"].as_str().is_some_and(|e| !e.is_empty()),
+        stuck.message.contains("1 of 1 watches failing")
+            && stuck.message.contains("pod (all namespaces): timeout: "),
+        "{stuck:?}"
+    );
+    assert_eq!(d.addresses(), ["10.0.0.1:80"], "targets are kept");
+    assert_eq!(d.metric("discovery_kubernetes_watches_failing", ""), 1.0);
+    let info = d.debug();
+    assert!(
+        info["last_error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("pod (all namespaces): timeout: ")),
         "{info}"
     );
+
+    fake.unstall();
+    // Read after the stall is lifted: from here, only a request the fake was already holding
+    // can still time out (one per watch); the next one is answered. So "within one timeout
+    // period" is: at most one more timeout before recovery.
+    let timeouts = d.failures("timeout");
+    assert!(timeouts >= 1.0);
+    d.until(WAIT, |t| t.len() == 2).await;
+    assert_eq!(
+        d.addresses(),
+        ["10.0.0.1:80".to_string(), b_address.clone()]
+    );
+    d.until_health(HealthState::Healthy).await;
+    assert!(
+        d.failures("timeout") <= timeouts + 1.0,
+        "recovery took more than one timeout: {} then {}",
+        timeouts,
+        d.failures("timeout")
+    );
+    assert_eq!(d.metric("discovery_kubernetes_watches_failing", ""), 0.0);
+    let info = d.debug();
+    assert!(info["last_error"].is_null(), "{info}");
+    assert_eq!(info["failing_watches"], json!([]), "{info}");
+
+    scrape_until_up(&d.targets(), &b_address).await;
+}
+
+/// A list that is accepted and never answered times out; before the first list the component
+/// is unhealthy waiting for it, and once lists answer it syncs.
+#[tokio::test]
+async fn a_list_that_never_answers_times_out_and_is_retried() {
+    let fake = FakeKube::start().await;
+    fake.apply(pod("default", "a", "10.0.0.1", json!({}), &[80]));
+    fake.stall_lists();
+    let d = Running::start_with(&config(&fake, ""), FAST);
+    let waiting = d.until_health(HealthState::Unhealthy).await;
+    assert!(
+        waiting
+            .message
+            .starts_with("waiting for the initial list: ")
+            && waiting
+                .message
+                .contains("timeout: list not answered within 1s"),
+        "{waiting:?}"
+    );
+    assert!(d.targets().is_empty());
+    fake.unstall();
+    d.until(WAIT, |t| t.len() == 1).await;
+    d.until_health(HealthState::Healthy).await;
+    assert!(d.failures("timeout") >= 1.0);
+    assert!(d.debug()["last_error"].is_null());
+}
+
+/// A watch restarted from a resource version the server has compacted away is answered 410
+/// Gone: as the HTTP status of the watch request (`as_status`), or as 200 with an `ERROR`
+/// event. Either way discovery relists, and the relist reconciles the cache: the pod deleted
+/// while it was not watching goes, the one added appears. A 410 is routine, not an outage.
+async fn watch_restart_on_an_expired_version_relists(as_status: bool) {
+    let fake = FakeKube::start().await;
+    fake.apply(pod("default", "a", "10.0.0.1", json!({}), &[80]));
+    fake.apply(pod("default", "b", "10.0.0.2", json!({}), &[80]));
+    let d = Running::start(&config(&fake, ""));
+    d.until(WAIT, |t| t.len() == 2).await;
+    let lists = |fake: &FakeKube| fake.requests().iter().filter(|r| !r.is_watch()).count();
+    let lists_before = lists(&fake);
+
+    // The watch goes silent so that it misses the changes, the log is compacted past them, and
+    // the connection is cut: the client must resume from a version that is gone.
+    fake.stall_watches();
+    fake.delete("pods", Some("default"), "b");
+    fake.apply(pod("default", "c", "10.0.0.3", json!({}), &[80]));
+    fake.compact();
+    let compacted = fake.resource_version();
+    fake.set_expired_as_status(as_status);
+    fake.unstall();
+    fake.drop_watches();
+
+    never_empty(&d, WAIT, |t| {
+        let a: Vec<&str> = t.iter().map(|t| t["__address__"].as_str()).collect();
+        a == ["10.0.0.1:80", "10.0.0.3:80"]
+    })
+    .await;
+    assert!(lists(&fake) > lists_before, "no relist after 410 Gone");
+    assert_eq!(d.failures("expired"), 1.0);
+    // The first watch, and its resumption after the cut, from the version now compacted away.
+    let from_old_version = fake
+        .requests()
+        .iter()
+        .filter(|r| r.is_watch())
+        .filter_map(|r| r.param("resourceVersion")?.parse::<u64>().ok())
+        .filter(|v| *v < compacted)
+        .count();
+    assert!(
+        from_old_version >= 2,
+        "the watch was not resumed from its old version"
+    );
+    d.until_health(HealthState::Healthy).await;
+    assert!(d.debug()["last_error"].is_null());
+}
+
+#[tokio::test]
+async fn gone_as_the_http_status_of_a_watch_restart_relists() {
+    watch_restart_on_an_expired_version_relists(true).await;
+}
+
+#[tokio::test]
+async fn gone_as_an_error_event_of_a_watch_restart_relists() {
+    watch_restart_on_an_expired_version_relists(false).await;
 }
 
 #[tokio::test]

@@ -340,6 +340,130 @@ async fn dropped_watch_resumes_from_last_version_without_relist() {
     events.expect_events(&["Delete web-1"]).await;
 }
 
+/// The faults behind discovery's timeouts: a stalled server leaves open watches silent for good
+/// (no events, no bookmarks, no end at `timeoutSeconds`) and holds new requests unanswered;
+/// only a drop or the client's own timeout ends them.
+#[tokio::test]
+async fn stalled_watches_and_lists_never_answer() {
+    let fake = FakeKube::start().await;
+    fake.set_bookmark_interval(Duration::from_millis(100));
+    fake.apply(pod("default", "web-1", &[]));
+    let api: Api<Pod> = Api::all(client(&fake));
+    let listed = timeout(WAIT, api.list(&ListParams::default()))
+        .await
+        .expect("list answers")
+        .expect("list succeeds");
+    let version = listed.metadata.resource_version.expect("list version");
+    let wp = WatchParams::default().timeout(1);
+    let mut open = timeout(WAIT, api.watch(&wp, &version))
+        .await
+        .expect("watch answers")
+        .expect("watch starts")
+        .boxed();
+    fake.wait_for_watches(1, WAIT).await;
+
+    fake.stall_watches();
+    fake.apply(pod("default", "web-2", &[]));
+    // Past the watch's timeoutSeconds and many bookmark intervals: nothing at all. (A broken
+    // stall would show an event or the end within the wait; a slow machine cannot fail this.)
+    let silent = timeout(Duration::from_millis(2500), open.next()).await;
+    assert!(
+        silent.is_err(),
+        "a stalled watch said something: {silent:?}"
+    );
+
+    // New watch requests are accepted and held.
+    let held = tokio::spawn({
+        let api = api.clone();
+        let version = version.clone();
+        async move {
+            api.watch(&WatchParams::default(), &version)
+                .await
+                .map(|_| ())
+        }
+    });
+    wait_until(|| fake.hung_requests() == 1).await;
+    // Lists still answer, until they are stalled too.
+    assert_eq!(
+        list_names(&api, &ListParams::default()).await,
+        ["web-1", "web-2"]
+    );
+    fake.stall_lists();
+    let held_list = tokio::spawn({
+        let api = api.clone();
+        async move { api.list(&ListParams::default()).await.map(|_| ()) }
+    });
+    wait_until(|| fake.hung_requests() == 2).await;
+
+    // Lifting the stall answers new requests (the watch replays what the silent one missed),
+    // while what was stalled stays so.
+    fake.unstall();
+    let mut fresh = timeout(WAIT, api.watch(&wp, &version))
+        .await
+        .expect("watch answers")
+        .expect("watch starts")
+        .boxed();
+    match timeout(WAIT, fresh.next()).await.expect("an event") {
+        Some(Ok(WatchEvent::Added(p))) => assert_eq!(p.name_any(), "web-2"),
+        other => panic!("expected ADDED web-2, got {other:?}"),
+    }
+    assert_eq!(fake.hung_requests(), 2);
+    assert!(!held.is_finished() && !held_list.is_finished());
+
+    // A drop cuts the silent watch; shutdown answers the held requests.
+    fake.drop_watches();
+    let end = timeout(WAIT, open.next()).await.expect("the cut ends it");
+    assert!(!matches!(end, Some(Ok(_))), "{end:?}");
+    fake.shutdown();
+    let held = timeout(WAIT, held).await.expect("answered at shutdown");
+    assert!(matches!(held, Ok(Err(_))), "{held:?}");
+    timeout(WAIT, held_list)
+        .await
+        .expect("answered at shutdown")
+        .expect("join")
+        .expect_err("503 at shutdown");
+    assert_eq!(fake.hung_requests(), 0);
+}
+
+/// etcd without the watch cache refuses a watch from a compacted version with HTTP 410 rather
+/// than a 200 and an in-stream ERROR.
+#[tokio::test]
+async fn expired_watch_refused_with_http_410() {
+    let fake = FakeKube::start().await;
+    fake.apply(pod("default", "web-1", &[]));
+    let api: Api<Pod> = Api::all(client(&fake));
+    let version = fake.resource_version().to_string();
+    fake.compact();
+    fake.set_expired_as_status(true);
+    let err = timeout(WAIT, api.watch(&WatchParams::default(), &version))
+        .await
+        .expect("watch answers")
+        .err()
+        .expect("refused");
+    let status = api_status(err);
+    assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+    assert_eq!(
+        status.message,
+        format!("too old resource version: {version} (1002)")
+    );
+
+    // From a version still in the log the watch starts as usual.
+    let now = fake.resource_version().to_string();
+    let _started = timeout(WAIT, api.watch(&WatchParams::default(), &now))
+        .await
+        .expect("watch answers")
+        .expect("watch starts");
+}
+
+/// Polls `f` until it holds; panics after the wait.
+async fn wait_until(f: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !f() {
+        assert!(tokio::time::Instant::now() < deadline, "condition not met");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 #[tokio::test]
 async fn field_selectors_filter_and_unknown_fields_are_rejected() {
     let fake = FakeKube::start().await;

@@ -222,7 +222,16 @@ pub(super) fn transport(
         })
         // Go's default transport keeps idle connections 90 s.
         .pool_idle_timeout(Duration::from_secs(90));
-    if !http2 {
+    if http2 {
+        // A dead HTTP/2 connection (a peer gone silent without a FIN) would otherwise stay in
+        // the pool and take every later request down with it, each one timing out in turn:
+        // ping after a quiet minute and drop the connection if no answer comes in 15 s, as
+        // Prometheus' client does (ReadIdleTimeout = 1m, Go's PingTimeout = 15 s).
+        builder = builder
+            .http2_keep_alive_interval(Duration::from_secs(60))
+            .http2_keep_alive_timeout(Duration::from_secs(15))
+            .http2_keep_alive_while_idle(true);
+    } else {
         builder = builder.http1_only();
     }
     // Never the process environment unless asked (reqwest's default is to use it).

@@ -14,8 +14,11 @@
 //!   `timeoutSeconds`;
 //! * label and field selectors on list and watch, including the DELETED/ADDED a watch sees when
 //!   an update moves an object out of or into its selector;
-//! * failure modes a client must survive: log compaction with the in-stream `ERROR 410`, watch
-//!   connections cut without a word, injected HTTP errors, a required bearer token.
+//! * failure modes a client must survive: log compaction with the in-stream `ERROR 410` (or,
+//!   as etcd without the watch cache answers, HTTP 410 to the watch request), watch
+//!   connections cut without a word, connections that are accepted and never answered (a
+//!   stalled server, or a proxy that lost its state), injected HTTP errors, a required bearer
+//!   token.
 //!
 //! Not modelled: writes through HTTP (tests change state with [`FakeKube::apply`] and friends),
 //! protobuf, TLS, authorisation (RBAC), admission/validation of objects, `deletionTimestamp`
@@ -221,6 +224,8 @@ struct Change {
 struct Signal {
     expire_gen: u64,
     drop_gen: u64,
+    /// Open watches go silent (see [`FakeKube::stall_watches`]).
+    watches_stalled: bool,
     shutdown: bool,
 }
 
@@ -232,6 +237,12 @@ struct Store {
     /// Changes with `rv` above `compacted`, ascending.
     log: Vec<Change>,
     failures: VecDeque<u16>,
+    /// New watch (list) requests are accepted and never answered.
+    stall_watches: bool,
+    stall_lists: bool,
+    /// A watch from a compacted version is refused with HTTP 410 instead of the in-stream
+    /// `ERROR` line.
+    expired_as_status: bool,
     bookmark_interval: Duration,
     required_token: Option<String>,
     next_uid: u64,
@@ -242,6 +253,7 @@ struct Shared {
     signal: watch::Sender<Signal>,
     requests: Mutex<Vec<RecordedRequest>>,
     open_watches: AtomicUsize,
+    hung_requests: AtomicUsize,
     addr: SocketAddr,
 }
 
@@ -282,6 +294,9 @@ impl FakeKube {
                 objects: BTreeMap::new(),
                 log: Vec::new(),
                 failures: VecDeque::new(),
+                stall_watches: false,
+                stall_lists: false,
+                expired_as_status: false,
                 bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
                 required_token: None,
                 next_uid: 1,
@@ -289,6 +304,7 @@ impl FakeKube {
             signal,
             requests: Mutex::new(Vec::new()),
             open_watches: AtomicUsize::new(0),
+            hung_requests: AtomicUsize::new(0),
             addr,
         });
         let mut stop = shared.signal.subscribe();
@@ -509,6 +525,46 @@ impl FakeKube {
     pub fn fail_next(&self, status: u16, times: usize) {
         let mut store = self.shared.store();
         store.failures.extend(std::iter::repeat_n(status, times));
+    }
+
+    /// Makes watches stop answering, as a server that hangs or a proxy that lost its state
+    /// does: every open watch goes silent (no events, no bookmarks, no end at its
+    /// `timeoutSeconds`) and stays so for good, and every new watch request is accepted and
+    /// never answered (until shutdown). Only the client's own timeout, or
+    /// [`drop_watches`](Self::drop_watches), gets it out. [`unstall`](Self::unstall) lets new
+    /// requests through again.
+    pub fn stall_watches(&self) {
+        let shared = &self.shared;
+        let mut store = shared.store();
+        store.stall_watches = true;
+        shared.signal(&store, |s| s.watches_stalled = true);
+    }
+
+    /// New list requests (not watches) are accepted and never answered, until
+    /// [`unstall`](Self::unstall).
+    pub fn stall_lists(&self) {
+        self.shared.store().stall_lists = true;
+    }
+
+    /// New requests are answered again. Requests and watches already stalled stay silent.
+    pub fn unstall(&self) {
+        let shared = &self.shared;
+        let mut store = shared.store();
+        store.stall_watches = false;
+        store.stall_lists = false;
+        shared.signal(&store, |s| s.watches_stalled = false);
+    }
+
+    /// Requests being held unanswered by a stall.
+    pub fn hung_requests(&self) -> usize {
+        self.shared.hung_requests.load(Ordering::SeqCst)
+    }
+
+    /// With `true`, a watch from a compacted resourceVersion is refused with HTTP 410 (a
+    /// `Status` body, reason `Expired`), as etcd without the watch cache answers, instead of
+    /// the watch cache's 200 with an in-stream `ERROR` 410.
+    pub fn set_expired_as_status(&self, on: bool) {
+        self.shared.store().expired_as_status = on;
     }
 
     /// Interval of quiet after which a watch with `allowWatchBookmarks=true` gets a BOOKMARK.
@@ -771,6 +827,20 @@ async fn handle(
         );
     }
     let query = Query(query);
+    if let Some(Route::Collection(..)) = route(&path) {
+        let watch = query.flag("watch").unwrap_or(false);
+        let stalled = {
+            let store = shared.store();
+            if watch {
+                store.stall_watches
+            } else {
+                store.stall_lists
+            }
+        };
+        if stalled {
+            return hang(&shared).await;
+        }
+    }
     match route(&path) {
         Some(Route::Version) => json_response(StatusCode::OK, &version_info()),
         Some(Route::CoreVersions) => json_response(
@@ -800,6 +870,23 @@ async fn handle(
         Some(Route::Object(def, ns, name)) => get_object(&shared, def, &ns, &name),
         None => status_response(404, "the server could not find the requested resource"),
     }
+}
+
+/// Holds a request unanswered until the server shuts down: a connection accepted by a server
+/// that never answers it.
+async fn hang(shared: &Arc<Shared>) -> Response {
+    struct Hung<'a>(&'a AtomicUsize);
+    impl Drop for Hung<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    shared.hung_requests.fetch_add(1, Ordering::SeqCst);
+    let _hung = Hung(&shared.hung_requests);
+    let mut signal = shared.signal.subscribe();
+    // An error means the sender is gone, which also means the server stopped.
+    let _ = signal.wait_for(|s| s.shutdown).await;
+    status_response(503, "the fake kube is shutting down")
 }
 
 enum Route {
@@ -1254,6 +1341,8 @@ enum Phase {
     Closing,
     /// End the body with an error, so hyper cuts the connection without the last chunk.
     Abort,
+    /// Send nothing more, ever: a dead connection. Only a drop or shutdown ends it.
+    Stalled,
     Done,
 }
 
@@ -1322,6 +1411,9 @@ fn start_watch(
             pending.extend(matching(&store, def, &filter).map(|(_, o)| event_line("ADDED", o)));
             store.rv
         }
+        Some(rv) if rv < store.compacted && store.expired_as_status => {
+            return Err(Failure::new(410, too_old(rv, store.compacted)));
+        }
         Some(rv) if rv < store.compacted => {
             // The real server also answers 200 and puts the 410 in the stream.
             pending.push_back(expired_line(rv, store.compacted));
@@ -1383,6 +1475,14 @@ impl WatchStream {
                         "watch cut by the fake kube (drop_watches or shutdown)",
                     )));
                 }
+                Phase::Stalled => {
+                    let signal = self.signal.changed().await.map(|()| *self.signal.borrow());
+                    match signal {
+                        Ok(s) if !s.shutdown && s.drop_gen == self.drop_gen => {}
+                        _ => self.phase = Phase::Abort,
+                    }
+                    continue;
+                }
             }
             self.poll_store();
             if !self.pending.is_empty() || self.phase != Phase::Live {
@@ -1417,6 +1517,13 @@ impl WatchStream {
         if signal.shutdown || signal.drop_gen != self.drop_gen {
             self.pending.clear();
             self.phase = Phase::Abort;
+            return;
+        }
+        if signal.watches_stalled {
+            // What was not sent yet is lost with the connection; a client resuming from the
+            // last version it saw gets it again.
+            self.pending.clear();
+            self.phase = Phase::Stalled;
             return;
         }
         if signal.expire_gen != self.expire_gen {

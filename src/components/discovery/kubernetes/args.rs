@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use super::role::Role;
+use super::watcher::Timeouts;
 use crate::httpclient::{HttpClientConfig, WithHttpClient};
 use crate::syntax::types::Duration;
 
@@ -52,6 +53,9 @@ pub struct Options {
     /// Not in Alloy (which hard-codes 5 s): the shortest time between two publications of
     /// `targets`. Bursts of events inside it are coalesced into one update.
     pub publish_interval: Duration,
+    /// Not an argument at all: how long to wait on the API server (always the defaults from a
+    /// config file). Public so that tests can shorten them.
+    pub timeouts: Timeouts,
 }
 
 #[derive(Deserialize)]
@@ -122,6 +126,7 @@ impl TryFrom<RawOptions> for Options {
             selectors: r.selectors,
             attach_metadata: attach,
             publish_interval: r.publish_interval,
+            timeouts: Timeouts::default(),
         })
     }
 }

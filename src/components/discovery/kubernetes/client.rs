@@ -96,8 +96,10 @@ pub async fn build(options: &Options, http: &HttpClientConfig) -> Result<Built, 
 }
 
 fn from_config(mut config: kube::Config) -> Result<kube::Client, ClientError> {
-    // Watches are long polls; kube's default read timeout (295 s) already exceeds the server's
-    // watch timeout (290 s), so nothing to change there.
+    // kube sets no read timeout (`read_timeout` is `None`), so a connection that is accepted
+    // and never answers would hold a request forever. Adding one here would not fit watches,
+    // which rightly stay silent for minutes: every list and watch is bounded where it is made
+    // instead (`watcher::Timeouts`), for this client and the `api_server` one alike.
     config.headers.push((
         http::header::USER_AGENT,
         header_value(crate::httpclient::USER_AGENT),

@@ -20,14 +20,23 @@
 //!   published when every watch has completed its initial list, then at most once per
 //!   `publish_interval`, and only when some target changed.
 //! * Errors never clear targets: a failed list or watch is retried with backoff while the last
-//!   targets stay exported; the component reports the error in its health and counts it in
-//!   `prometheus_sd_kubernetes_failures_total`. Object events are counted in
+//!   targets stay exported. Every request to the API server is bounded (`watcher::Timeouts`: a
+//!   list page or a watch's answer within 60 s, a watch within its `timeoutSeconds` of 290 s
+//!   plus 30 s), so a server that accepts connections and never answers cannot freeze
+//!   discovery; a 410 Gone, however it arrives, relists. While any watch is failing the
+//!   component is unhealthy, naming the watches and their errors; a warning is logged when a
+//!   watch starts failing and an info line when it is current again (which also clears
+//!   `last_error`). Failures are counted in `prometheus_sd_kubernetes_failures_total` and, by
+//!   reason, `discovery_kubernetes_failures_total{reason}`; failing watches in
+//!   `discovery_kubernetes_watches_failing`. Object events are counted in
 //!   `prometheus_sd_kubernetes_events_total{role,event}` (Prometheus' names).
 //! * New arguments restart discovery; the old targets stay exported until the new watches
 //!   have synced.
 //!
-//! Layout: [`args`] (the block), `client` (which server, which credentials), `watch` (kube
-//! watchers per resource and namespace), `state` (caches, groups, relist semantics), `role`
+//! Layout: [`args`] (the block), `client` (which server, which credentials), `watch` (one
+//! list+watch per resource and namespace), `watcher` (that list+watch loop: timeouts, relists,
+//! backoff), `outage` (which watches are failing, for health and logs), `state` (caches,
+//! groups, relist semantics), `role`
 //! (what each role watches and rebuilds), and one file per role's target builder (`pod`,
 //! `node`, `service`, `endpoints`, `endpointslice`) plus `attach` and `labels` which they share.
 
@@ -41,6 +50,7 @@ mod events;
 mod labels;
 mod metrics;
 mod node;
+mod outage;
 mod pod;
 mod role;
 mod service;
@@ -48,12 +58,16 @@ mod state;
 #[cfg(test)]
 mod testutil;
 mod watch;
+mod watcher;
 
-use self::events::{ClientSetupFailed, WatchFailed};
+use self::events::{
+    ClientSetupFailed, ClientSetupRecovered, WatchExpired, WatchFailed, WatchRecovered,
+};
+use self::outage::Outages;
 use crate::runtime::event::emit;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::StreamExt as _;
 use tokio::sync::watch as channel;
@@ -65,9 +79,10 @@ pub use cache::{Cache, Caches, Key};
 pub use client::{Built as BuiltClient, ClientError, build as build_client};
 pub use role::{Affected, Resource, Role};
 pub use state::{EventKind, Object, Scope, State, WatchEvent};
+pub use watcher::{Failure, FailureReason, Timeouts};
 
 use crate::labels::LabelSet;
-use crate::runtime::health::Health;
+use crate::runtime::health::{Health, HealthState};
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
 use crate::syntax::value::Value;
 use crate::targets as target;
@@ -94,8 +109,14 @@ struct Status {
     targets: usize,
     groups: usize,
     cached: Vec<(Resource, usize)>,
+    /// The latest error while something is failing; cleared when everything recovered.
     last_error: Option<String>,
     publications: u64,
+    /// The client cannot be built: the error, when that started, and how many attempts failed.
+    setup_error: Option<(String, SystemTime, u64)>,
+    outages: Outages,
+    /// When the last failure ended (or the first publication), for health.
+    healthy_since: Option<SystemTime>,
 }
 
 fn exports(targets: Vec<Value>) -> Value {
@@ -151,14 +172,12 @@ impl Kubernetes {
                 Ok::<_, String>((built, namespaces))
             };
             match attempt.await {
-                Ok(ok) => break ok,
+                Ok(ok) => {
+                    self.setup_succeeded();
+                    break ok;
+                }
                 Err(e) => {
-                    emit(ClientSetupFailed {
-                        component: &self.id,
-                        error: &e,
-                        failures: &self.metrics.failures,
-                    });
-                    self.status().last_error = Some(e);
+                    self.setup_failed(e);
                     tokio::select! {
                         _ = shutdown.cancelled() => return End::Shutdown,
                         _ = updates.changed() => return End::NewArguments,
@@ -175,10 +194,14 @@ impl Kubernetes {
             st.source = client.source.clone();
             st.watches = scopes.iter().map(describe).collect();
             st.synced = false;
+            // The previous session's watches are gone, failing or not, and so are their errors.
+            st.outages = Outages::new(scopes.len());
+            st.last_error = None;
+            self.metrics.set_failing(0);
         }
         let streams = scopes.iter().enumerate().map(|(i, scope)| {
             let cfg = watch::config(options, scope.resource);
-            watch::stream(client.client.clone(), scope, cfg).map(move |e| (i, e))
+            watch::stream(client.client.clone(), scope, cfg, options.timeouts).map(move |e| (i, e))
         });
         let mut events = futures::stream::select_all(streams);
         let mut state = State::new(options.role, options.attach_metadata, scopes.clone());
@@ -211,22 +234,95 @@ impl Kubernetes {
         }
     }
 
-    fn handle(&self, state: &mut State, scopes: &[Scope], i: usize, event: WatchEvent) {
-        if let WatchEvent::Error(e) = &event {
-            let scope = scopes.get(i).map(describe).unwrap_or_default();
-            emit(WatchFailed {
+    fn setup_succeeded(&self) {
+        let mut st = self.status();
+        if let Some((_, _, failures)) = st.setup_error.take() {
+            emit(ClientSetupRecovered {
                 component: &self.id,
-                watch: &scope,
-                error: e,
-                failures: &self.metrics.failures,
+                failures,
             });
-            self.status().last_error = Some(format!("{scope}: {e}"));
-            return;
+            st.last_error = None;
+            st.healthy_since = Some(SystemTime::now());
+        }
+    }
+
+    fn setup_failed(&self, e: String) {
+        let mut st = self.status();
+        emit(ClientSetupFailed {
+            component: &self.id,
+            error: &e,
+            repeated: st.setup_error.is_some(),
+            metrics: &self.metrics,
+        });
+        let (since, failures) = st
+            .setup_error
+            .as_ref()
+            .map_or((SystemTime::now(), 0), |(_, t, n)| (*t, *n));
+        st.setup_error = Some((e.clone(), since, failures + 1));
+        st.last_error = Some(e);
+    }
+
+    fn handle(&self, state: &mut State, scopes: &[Scope], i: usize, event: WatchEvent) {
+        let scope = || scopes.get(i).map(describe).unwrap_or_default();
+        match &event {
+            WatchEvent::Error(f) if f.reason == FailureReason::Expired => {
+                emit(WatchExpired {
+                    component: &self.id,
+                    watch: &scope(),
+                    failure: f,
+                    metrics: &self.metrics,
+                });
+                return;
+            }
+            WatchEvent::Error(f) => {
+                let watch = scope();
+                let mut st = self.status();
+                let started = st.outages.failed(i, f);
+                emit(WatchFailed {
+                    component: &self.id,
+                    watch: &watch,
+                    failure: f,
+                    started,
+                    failing: st.outages.failing(),
+                    metrics: &self.metrics,
+                });
+                st.last_error = Some(format!("{watch}: {f}"));
+                return;
+            }
+            // A completed list or an answered watch: this watch's cache is current again.
+            WatchEvent::InitDone | WatchEvent::Watching => self.recovered(scopes, i),
+            _ => {}
         }
         let metrics = &self.metrics;
         state.apply(i, event, &mut |resource, kind| {
             metrics.event(resource, kind)
         });
+    }
+
+    /// Ends watch `i`'s outage, if it had one.
+    fn recovered(&self, scopes: &[Scope], i: usize) {
+        let mut st = self.status();
+        let Some(outage) = st.outages.recovered(i) else {
+            return;
+        };
+        emit(WatchRecovered {
+            component: &self.id,
+            watch: &scopes.get(i).map(describe).unwrap_or_default(),
+            outage: &outage,
+            failing: st.outages.failing(),
+            metrics: &self.metrics,
+        });
+        // The error shown is one still going on, if any.
+        let still = st.outages.iter().last().map(|(j, o)| {
+            (
+                scopes.get(j).map(describe).unwrap_or_default(),
+                o.last.clone(),
+            )
+        });
+        st.last_error = still.map(|(watch, f)| format!("{watch}: {f}"));
+        if st.last_error.is_none() {
+            st.healthy_since = Some(SystemTime::now());
+        }
     }
 
     fn publish(&self, state: &State) {
@@ -239,6 +335,7 @@ impl Kubernetes {
         st.groups = state.group_count();
         st.cached = state.cached();
         st.publications += 1;
+        st.healthy_since.get_or_insert_with(SystemTime::now);
         tracing::debug!(component = %self.id, targets = n, "published Kubernetes targets");
     }
 }
@@ -305,17 +402,76 @@ impl Component for Kubernetes {
             "cached_objects": cached,
             "publications": st.publications,
             "last_error": st.last_error,
+            "failing_watches": st.outages.iter().map(|(i, o)| serde_json::json!({
+                "watch": st.watches.get(i),
+                "error": o.last.to_string(),
+                "failures": o.failures,
+            })).collect::<Vec<_>>(),
         }))
     }
 
     fn health(&self) -> Option<Health> {
         let st = self.status();
-        match (&st.last_error, st.synced) {
-            (Some(e), false) => Some(Health::unhealthy(format!(
-                "waiting for the initial list: {e}"
-            ))),
-            _ => None,
+        if let Some((e, since, _)) = &st.setup_error {
+            return Some(Health {
+                state: HealthState::Unhealthy,
+                message: format!("cannot set up the Kubernetes client, retrying: {e}"),
+                updated: *since,
+            });
         }
+        if st.outages.failing() > 0 {
+            return Some(outage_health(&st));
+        }
+        // Before the first publication nothing is known yet: the controller's own report
+        // stands.
+        let since = st.healthy_since.filter(|_| st.synced)?;
+        Some(Health {
+            state: HealthState::Healthy,
+            message: format!("{} watches current", st.watches.len()),
+            updated: since,
+        })
+    }
+}
+
+/// Unhealthy: which watches are failing and why (at most three named).
+fn outage_health(st: &Status) -> Health {
+    let failing = st.outages.failing();
+    let named: Vec<String> = st
+        .outages
+        .iter()
+        .take(3)
+        .map(|(i, o)| {
+            let watch = st.watches.get(i).map_or("?", String::as_str);
+            let times = match o.failures {
+                1 => "once".to_string(),
+                n => format!("{n} times"),
+            };
+            format!("{watch}: {} (failed {times})", o.last)
+        })
+        .collect();
+    let more = failing.saturating_sub(named.len());
+    let more = if more > 0 {
+        format!("; and {more} more")
+    } else {
+        String::new()
+    };
+    let what = if st.synced {
+        format!(
+            "{failing} of {} watches failing, targets kept from before (may be stale)",
+            st.watches.len()
+        )
+    } else {
+        "waiting for the initial list".to_string()
+    };
+    Health {
+        state: HealthState::Unhealthy,
+        message: format!("{what}: {}{more}", named.join("; ")),
+        updated: st
+            .outages
+            .iter()
+            .map(|(_, o)| o.started)
+            .max()
+            .unwrap_or_else(SystemTime::now),
     }
 }
 
@@ -341,7 +497,7 @@ pub async fn snapshot(args: &Arguments, timeout: Duration) -> Result<Snapshot, S
     let watches: Vec<String> = scopes.iter().map(describe).collect();
     let streams = scopes.iter().enumerate().map(|(i, scope)| {
         let cfg = watch::config(options, scope.resource);
-        watch::stream(client.client.clone(), scope, cfg).map(move |e| (i, e))
+        watch::stream(client.client.clone(), scope, cfg, options.timeouts).map(move |e| (i, e))
     });
     let mut events = futures::stream::select_all(streams);
     let mut state = State::new(options.role, options.attach_metadata, scopes.clone());

@@ -1,7 +1,8 @@
 //! Discovery's state between events: the caches, the target groups built from them, and
-//! client-go's informer semantics on top of kube's watcher events.
+//! client-go's informer semantics on top of the list+watch events (`watcher`).
 //!
-//! * A relist (after a 410 Gone or a failed watch) arrives as `Init`, `InitApply`..., `InitDone`.
+//! * A relist (after a 410 Gone, or a list that failed part way) arrives as `Init`,
+//!   `InitApply`..., `InitDone`.
 //!   The listed objects are buffered and swapped in at `InitDone`, and objects not re-listed are
 //!   deleted then, as client-go's `Replace` does. Until then the old objects stay, so a relist
 //!   never shows a transient empty target set.
@@ -20,6 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::AttachMetadata;
 use super::cache::{Caches, Key};
 use super::role::{Affected, Resource, Role};
+use super::watcher::Failure;
 use super::{endpoints, endpointslice, node, pod, service};
 use crate::labels::LabelSet;
 
@@ -118,15 +120,19 @@ impl Object {
     }
 }
 
-/// What a watch reported (kube's `watcher::Event`, plus its errors).
+/// What a list+watch reported (see `watcher`).
 #[derive(Debug)]
 pub enum WatchEvent {
+    /// A list starts; the objects it hands out replace the watch's content at `InitDone`.
     Init,
     InitApply(Object),
     InitDone,
+    /// A watch request was answered: the watch is live, and the cache current from here on.
+    Watching,
     Apply(Object),
     Delete(Object),
-    Error(String),
+    /// A list or watch failed; it is retried with backoff.
+    Error(Failure),
 }
 
 /// What one watch covers: a resource, in one namespace or all of them.
@@ -236,7 +242,7 @@ impl State {
                     self.rebuild(resource, &key);
                 }
             }
-            WatchEvent::Error(_) => {}
+            WatchEvent::Watching | WatchEvent::Error(_) => {}
         }
     }
 

@@ -1,27 +1,20 @@
-//! The list+watch streams behind discovery: one kube watcher per resource and namespace, as
-//! client-go informers in Prometheus.
-//!
-//! * Lists are paginated (500 objects per page) consistent reads. client-go instead asks for
-//!   `resourceVersion=0` (served from the API server's watch cache, where `limit` is ignored);
-//!   kube drops `resourceVersion=0` whenever a page size is set, and paging keeps a 10,000-pod
-//!   list from arriving as one response held in memory at once.
-//! * Errors (including an in-stream 410 Gone, which makes the watcher relist) are reported and
-//!   retried with kube's default backoff (0.8 s doubling to 30 s, like client-go); the stream
-//!   itself never ends, so discovery keeps its last targets through an outage.
+//! The list+watch streams behind discovery: one `watcher` loop per resource and namespace, as
+//! client-go informers in Prometheus. Errors (each retried with backoff, see `watcher`) never end
+//! a stream, so discovery keeps its last targets through an outage.
 
 use std::fmt::Debug;
 
-use futures::stream::{BoxStream, StreamExt as _};
+use futures::stream::BoxStream;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
-use kube::runtime::{WatchStreamExt as _, watcher};
 use serde::de::DeserializeOwned;
 
 use super::args::Options;
 use super::role::{Resource, Role};
 use super::state::{Object, Scope, WatchEvent};
+use super::watcher::{self, Selectors, Timeouts};
 
 /// The watches `options` need: the role's resources, per namespace for namespaced ones.
 pub fn plan(options: &Options, namespaces: &[String]) -> Vec<Scope> {
@@ -56,43 +49,48 @@ fn selector_role(resource: Resource) -> Option<Role> {
     }
 }
 
-/// The watcher configuration for one scope: its role's selectors.
-pub fn config(options: &Options, resource: Resource) -> watcher::Config {
-    let mut cfg = watcher::Config::default();
-    if let Some(sel) = selector_role(resource).and_then(|r| options.selector(r)) {
-        if !sel.label.is_empty() {
-            cfg = cfg.labels(&sel.label);
-        }
-        if !sel.field.is_empty() {
-            cfg = cfg.fields(&sel.field);
-        }
+/// The selectors of one scope's watch: its role's `selectors` block.
+pub fn config(options: &Options, resource: Resource) -> Selectors {
+    let sel = selector_role(resource).and_then(|r| options.selector(r));
+    let non_empty = |s: &String| (!s.is_empty()).then(|| s.clone());
+    Selectors {
+        label: sel.and_then(|s| non_empty(&s.label)),
+        field: sel.and_then(|s| non_empty(&s.field)),
     }
-    cfg
 }
 
 /// The event stream of one scope. It never ends.
 pub fn stream(
     client: kube::Client,
     scope: &Scope,
-    cfg: watcher::Config,
+    cfg: Selectors,
+    timeouts: Timeouts,
 ) -> BoxStream<'static, WatchEvent> {
     let ns = scope.namespace.as_deref();
     match scope.resource {
-        Resource::Pods => namespaced::<Pod>(client, ns, cfg, Object::Pod),
-        Resource::Services => namespaced::<Service>(client, ns, cfg, Object::Service),
-        Resource::Endpoints => namespaced::<Endpoints>(client, ns, cfg, Object::Endpoints),
-        Resource::EndpointSlices => {
-            namespaced::<EndpointSlice>(client, ns, cfg, Object::EndpointSlice)
+        Resource::Pods => namespaced::<Pod>(client, ns, cfg, timeouts, Object::Pod),
+        Resource::Services => namespaced::<Service>(client, ns, cfg, timeouts, Object::Service),
+        Resource::Endpoints => {
+            namespaced::<Endpoints>(client, ns, cfg, timeouts, Object::Endpoints)
         }
-        Resource::Nodes => events(Api::<Node>::all(client), cfg, Object::Node),
-        Resource::Namespaces => events(Api::<Namespace>::all(client), cfg, Object::Namespace),
+        Resource::EndpointSlices => {
+            namespaced::<EndpointSlice>(client, ns, cfg, timeouts, Object::EndpointSlice)
+        }
+        Resource::Nodes => watcher::run(Api::<Node>::all(client), cfg, timeouts, Object::Node),
+        Resource::Namespaces => watcher::run(
+            Api::<Namespace>::all(client),
+            cfg,
+            timeouts,
+            Object::Namespace,
+        ),
     }
 }
 
 fn namespaced<K>(
     client: kube::Client,
     namespace: Option<&str>,
-    cfg: watcher::Config,
+    cfg: Selectors,
+    timeouts: Timeouts,
     wrap: fn(K) -> Object,
 ) -> BoxStream<'static, WatchEvent>
 where
@@ -101,32 +99,12 @@ where
         + DeserializeOwned
         + Debug
         + Send
+        + Sync
         + 'static,
 {
     let api = match namespace {
         Some(ns) => Api::<K>::namespaced(client, ns),
         None => Api::<K>::all(client),
     };
-    events(api, cfg, wrap)
-}
-
-fn events<K>(
-    api: Api<K>,
-    cfg: watcher::Config,
-    wrap: fn(K) -> Object,
-) -> BoxStream<'static, WatchEvent>
-where
-    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
-{
-    watcher(api, cfg)
-        .default_backoff()
-        .map(move |e| match e {
-            Ok(watcher::Event::Init) => WatchEvent::Init,
-            Ok(watcher::Event::InitApply(o)) => WatchEvent::InitApply(wrap(o)),
-            Ok(watcher::Event::InitDone) => WatchEvent::InitDone,
-            Ok(watcher::Event::Apply(o)) => WatchEvent::Apply(wrap(o)),
-            Ok(watcher::Event::Delete(o)) => WatchEvent::Delete(wrap(o)),
-            Err(e) => WatchEvent::Error(e.to_string()),
-        })
-        .boxed()
+    watcher::run(api, cfg, timeouts, wrap)
 }

@@ -4,6 +4,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use super::*;
+use crate::components::discovery::kubernetes::watcher::FailureReason;
 
 fn pod(ns: &str, name: &str, ip: &str, port: i32) -> Object {
     Object::Pod(
@@ -72,7 +73,10 @@ fn relist_swaps_at_init_done_without_an_empty_moment_and_deletes_the_missing() {
     apply(
         &mut s,
         0,
-        WatchEvent::Error("too old resource version".into()),
+        WatchEvent::Error(Failure::new(
+            FailureReason::Expired,
+            "too old resource version",
+        )),
     );
     apply(&mut s, 0, WatchEvent::Init);
     assert_eq!(addresses(&s), ["10.0.0.1:80", "10.0.0.2:80"]);
