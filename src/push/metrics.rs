@@ -12,6 +12,7 @@
 //! | `pyroscope_write_queue_profiles` | endpoint | profiles waiting (not in flight) |
 //! | `pyroscope_write_queue_bytes` | endpoint | bytes waiting |
 //! | `pyroscope_write_trimmed_profiles_total` | endpoint | profiles trimmed to fit the backend's limits |
+//! | `pyroscope_write_endpoint_failing` | endpoint | 1 while the endpoint is failing (an outage, see `status`), else 0 |
 //!
 //! Every series also has `component_id` and `component_path`. Drop reasons are the
 //! [`Reason`] values.
@@ -61,6 +62,11 @@ impl Reason {
         Reason::MemoryBudget,
     ];
 
+    /// The reason's position in [`Reason::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::InvalidLabels => "invalid_labels",
@@ -91,6 +97,7 @@ pub struct WriteMetrics {
     queue_profiles: Family<Labels, Gauge>,
     queue_bytes: Family<Labels, Gauge>,
     trimmed: Family<Labels, Counter>,
+    failing: Family<Labels, Gauge>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -113,6 +120,7 @@ impl WriteMetrics {
                 queue_profiles: Family::default(),
                 queue_bytes: Family::default(),
                 trimmed: Family::default(),
+                failing: Family::default(),
             };
             r.register(
                 "pyroscope_write_sent_bytes",
@@ -159,6 +167,11 @@ impl WriteMetrics {
                 "Profiles trimmed to fit the backend's size and sample limits",
                 m.trimmed.clone(),
             );
+            r.register(
+                "pyroscope_write_endpoint_failing",
+                "1 while the endpoint is failing: pushes are being retried and none has succeeded since",
+                m.failing.clone(),
+            );
             m
         })
     }
@@ -182,6 +195,7 @@ impl WriteMetrics {
             sent_bytes: self.sent_bytes.get_or_create(&base).clone(),
             retries: self.retries.get_or_create(&base).clone(),
             trimmed: self.trimmed.get_or_create(&base).clone(),
+            failing: self.failing.get_or_create(&base).clone(),
             latency: LATENCY_TYPES.map(|t| self.latency.get_or_create(&with("type", t)).clone()),
             all: self.clone(),
             base,
@@ -209,6 +223,7 @@ pub struct EndpointMetrics {
     sent_bytes: Counter,
     retries: Counter,
     trimmed: Counter,
+    failing: Gauge,
     latency: [Histogram; 3],
 }
 
@@ -224,13 +239,10 @@ impl EndpointMetrics {
         self.sent_bytes.inc_by(bytes as u64);
     }
 
-    pub fn dropped(&self, reason: Reason, bytes: usize) {
+    pub fn dropped(&self, reason: Reason, profiles: u64, bytes: u64) {
         let l = self.with("reason", reason.as_str());
-        self.all.dropped_profiles.get_or_create(&l).inc();
-        self.all
-            .dropped_bytes
-            .get_or_create(&l)
-            .inc_by(bytes as u64);
+        self.all.dropped_profiles.get_or_create(&l).inc_by(profiles);
+        self.all.dropped_bytes.get_or_create(&l).inc_by(bytes);
     }
 
     pub fn retry(&self) {
@@ -239,6 +251,10 @@ impl EndpointMetrics {
 
     pub fn trimmed(&self) {
         self.trimmed.inc();
+    }
+
+    pub fn failing(&self, failing: bool) {
+        self.failing.set(i64::from(failing));
     }
 
     pub fn latency(&self, kind: Latency, seconds: f64) {
@@ -261,6 +277,7 @@ impl EndpointMetrics {
         }
         a.queue_profiles.remove(&self.base);
         a.queue_bytes.remove(&self.base);
+        a.failing.remove(&self.base);
         for r in Reason::ALL {
             let l = self.with("reason", r.as_str());
             a.dropped_bytes.remove(&l);

@@ -60,7 +60,7 @@ use crate::push::{
     EndpointSpec, LimitsConfig, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics, limits,
     sensitive_headers,
 };
-use crate::runtime::{BoxError, Component, ComponentOptions};
+use crate::runtime::{BoxError, Component, ComponentOptions, Health};
 use crate::syntax::types::Duration;
 use crate::syntax::value::Value;
 
@@ -241,6 +241,11 @@ impl Component for Write {
     /// Per endpoint: URL and what is queued.
     fn debug_info(&self) -> Option<serde_json::Value> {
         Some(self.pipeline.debug_info())
+    }
+
+    /// Unhealthy while an endpoint is failing or dropping profiles (see `crate::push`).
+    fn health(&self) -> Option<Health> {
+        self.pipeline.health()
     }
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {
