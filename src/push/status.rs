@@ -323,17 +323,22 @@ impl Status {
     /// Why the endpoint makes its component unhealthy, if it does, and since when.
     pub fn health(&self, url: &str, queued: usize) -> Option<(SystemTime, String)> {
         let s = lock(&self.state);
-        if let Some(o) = &s.outage {
-            return Some((
-                o.since_wall,
-                format!(
-                    "endpoint {url} failing for {}s: {}; {queued} profiles queued",
-                    o.since.elapsed().as_secs(),
-                    shorten(&o.err)
-                ),
-            ));
+        let subject = format!("endpoint {url}");
+        let drops = s.drops.health(Instant::now(), &subject);
+        let Some(o) = &s.outage else {
+            return drops;
+        };
+        let mut message = format!(
+            "{subject} failing for {}s: {}; {queued} profiles queued",
+            o.since.elapsed().as_secs(),
+            shorten(&o.err)
+        );
+        let mut since = o.since_wall;
+        if let Some((at, dropping)) = drops {
+            message = format!("{message}; {dropping}");
+            since = since.max(at);
         }
-        s.drops.health(Instant::now(), &format!("endpoint {url}"))
+        Some((since, message))
     }
 }
 

@@ -7,6 +7,7 @@ pub mod ebpf;
 pub mod fake_kube;
 pub mod fake_querier;
 pub mod go;
+pub mod logs;
 pub mod profile_server;
 pub mod pyroscope_receiver;
 pub mod tools;
