@@ -89,9 +89,12 @@ spec:
         - name: http-metrics
           containerPort: {{ .Values.server.port }}
           protocol: TCP
+      # Liveness is the process answering, not /-/healthy: that turns 500 while a backend is
+      # down (pyroscope.write unhealthy), and restarting would throw away the queued profiles
+      # the outage is being ridden out with.
       livenessProbe:
         httpGet:
-          path: /-/healthy
+          path: /-/ready
           port: http-metrics
         initialDelaySeconds: 10
         periodSeconds: 15
