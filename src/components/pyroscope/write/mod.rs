@@ -39,9 +39,11 @@
 //!
 //! # Behaviour
 //!
-//! Labels: see `crate::protocols::pyroscope::labels`. Queueing, retries and drops: see
-//! `crate::push`, the engine this component shares with `otelcol.exporter.otlphttp_profiles`. Every drop is counted in
-//! `pyroscope_write_dropped_{profiles,bytes}_total{endpoint,reason}` (see `metrics`).
+//! Labels: see `crate::protocols::pyroscope::labels`. Queueing, retries, probing, drops and
+//! health: see `crate::push`, the engine this component shares with
+//! `otelcol.exporter.otlphttp_profiles`, and docs/PUSH.md. Every drop is counted in
+//! `pyroscope_write_dropped_{profiles,bytes}_total{endpoint,reason}` and logged rate-limited;
+//! the component is unhealthy while an endpoint is failing or dropping.
 //! Updates keep the exported receiver (dependants are not re-evaluated) and keep each
 //! endpoint's queue when its URL is unchanged. Shutdown sends what is queued until
 //! `flush_deadline`, then drops the rest (reason `shutdown`).
