@@ -189,8 +189,13 @@ pub(super) struct EndpointFailing<'a> {
 
 impl InternalEvent for EndpointFailing<'_> {
     fn emit(self) {
-        let (queued, max_age) = (self.queued, self.max_age);
-        tracing::warn!(endpoint = %self.endpoint, err = %self.err, queued, ?max_age, "endpoint failing; profiles stay queued and are retried until it recovers (or they age out)");
+        let queued = self.queued;
+        // 0 is "never age out".
+        let max_age = match self.max_age {
+            d if d.is_zero() => "none".to_string(),
+            d => format!("{d:?}"),
+        };
+        tracing::warn!(endpoint = %self.endpoint, err = %self.err, queued, max_age, "endpoint failing; profiles stay queued and are retried until it recovers (or they age out)");
         self.metrics.failing(true);
     }
 }
