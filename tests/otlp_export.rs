@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 const WAIT: Duration = Duration::from_secs(10);
 
 struct Exporter {
+    component: Arc<OtlpHttpProfiles>,
     receiver: Arc<Receiver>,
     metrics: MetricsRegistry,
     shutdown: CancellationToken,
@@ -55,8 +56,9 @@ impl Exporter {
             other => panic!("exports: {other:?}"),
         };
         let shutdown = CancellationToken::new();
-        let task = tokio::spawn(component.run(shutdown.clone()));
+        let task = tokio::spawn(component.clone().run(shutdown.clone()));
         Exporter {
+            component,
             receiver,
             metrics,
             shutdown,
@@ -302,4 +304,64 @@ async fn tls_with_a_client_certificate_and_a_server_name_override() {
         rx.request_count()
     );
     exporter.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_rejection_is_logged_once_then_summed_up() {
+    support::logs::capture();
+    let rx = PyroscopeReceiver::start().await;
+    // A backend without the profiles route: every export is a 404, profile after profile.
+    let endpoint = format!("{}/no-such-route", rx.url());
+    let body = format!(
+        "client {{\n  endpoint = \"http://127.0.0.1:1\"\n}}\nprofiles_endpoint = \"{endpoint}\"\n"
+    );
+    let exporter = Exporter::start(&body);
+    let (raw, _) = fixture("goapp-mutex-1.pb.gz");
+    let n = 20;
+    for i in 0..n {
+        exporter.receiver.append(vec![profile(&raw, "rejected", i)]);
+    }
+    let rejected = || {
+        exporter.metric(
+            "pyroscope_write_dropped_profiles_total",
+            &[("reason", "rejected")],
+        )
+    };
+    assert!(
+        wait_until(|| rejected() == n as f64).await,
+        "{}",
+        rejected()
+    );
+    assert_eq!(rx.request_count(), n, "a 404 is not retried");
+    let lines = || {
+        support::logs::matching(
+            "endpoint",
+            &endpoint,
+            Some("push rejected; dropped profiles"),
+        )
+    };
+    let first = lines();
+    assert_eq!(first.len(), 1, "{}", support::logs::dump());
+    assert_eq!(support::logs::number(&first[0], "profiles"), 1);
+    assert!(
+        first[0]["err"]
+            .as_str()
+            .is_some_and(|e| e.contains("HTTP 404")),
+        "{}",
+        first[0]
+    );
+    let health = scraper::runtime::Component::health(exporter.component.as_ref())
+        .expect("unhealthy while dropping");
+    assert!(
+        health.message.contains("rejected: not_found (HTTP 404)"),
+        "{}",
+        health.message
+    );
+    // The rest, summed up in one line at exit: together they are every rejection.
+    exporter.stop().await;
+    let counts: Vec<u64> = lines()
+        .iter()
+        .map(|l| support::logs::number(l, "profiles"))
+        .collect();
+    assert_eq!(counts, [1, n as u64 - 1]);
 }

@@ -252,66 +252,50 @@ async fn resets_truncated_responses_hangs_and_slow_answers() {
     w.stop().await;
 }
 
-/// This thread's voluntary context switches so far: how often it waited (on a lock, I/O, a
-/// sleep) rather than being preempted.
-fn voluntary_switches() -> i64 {
-    // SAFETY: getrusage writes into the struct we pass; RUSAGE_THREAD is the calling thread.
-    unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, &mut u), 0);
-        u.ru_nvcsw
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_backend_never_blocks_the_producer() {
     let rx = PyroscopeReceiver::start().await;
     rx.set_outage(Fault::Hang);
+    // The backend never answers and the client waits a minute for it: an append that waited
+    // on the network could not return before an attempt timed out (and counted a retry).
+    // Every profile costs 8 bytes + 44 bytes of encoded labels: room for 10.
     let w = Writer::start(&fast_endpoint(
         &rx.url(),
-        "remote_timeout = \"200ms\"\n  queue_config {\n    max_bytes = 2000\n  }",
+        "remote_timeout = \"60s\"\n  queue_config {\n    max_bytes = 520\n    senders = 4\n    flush_deadline = \"1s\"\n  }",
     ));
     let receiver = w.receiver.clone();
-    // A scrape loop on its own thread, appending every 100 ms for 2 s. An append may take
-    // longer than 1 ms of wall time only if the thread was preempted (2 shared cores), never
-    // because it waited: that would be a voluntary context switch.
+    // A scrape loop on its own thread: 20 profiles of distinct series, so that every sender
+    // takes one and hangs.
+    let n = 20;
     let producer = std::thread::spawn(move || {
-        let mut worst = Duration::ZERO;
-        let mut worst_waiting = Duration::ZERO;
-        let mut slow = 0;
-        for i in 0..20 {
-            let p = numbered_profile(&format!("s{}", i % 3), i);
-            let switches = voluntary_switches();
-            let started = Instant::now();
-            receiver.append(vec![p]);
-            let took = started.elapsed();
-            if voluntary_switches() != switches {
-                worst_waiting = worst_waiting.max(took);
-            }
-            if took >= Duration::from_millis(1) {
-                slow += 1;
-            }
-            worst = worst.max(took);
-            std::thread::sleep(Duration::from_millis(100));
+        for i in 0..n {
+            receiver.append(vec![numbered_profile(&format!("s{i}"), i)]);
+            std::thread::sleep(Duration::from_millis(20));
         }
-        (worst, worst_waiting, slow)
     });
-    let (worst, worst_waiting, slow) =
-        tokio::task::spawn_blocking(move || producer.join().expect("producer"))
-            .await
-            .expect("join");
-    eprintln!("append: worst {worst:?}, worst with a wait {worst_waiting:?}, {slow}/20 over 1 ms");
-    // Only a call that gave up the CPU itself can have waited (for the lock, or worse, the
-    // network); how long preempted calls took depends on the machine's load, so it is printed
-    // above, not asserted.
+    // A hang guard only: the appends take well under a second when nothing blocks them.
+    let joined = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::task::spawn_blocking(move || producer.join()),
+    )
+    .await;
     assert!(
-        worst_waiting < Duration::from_millis(1),
-        "append waited {worst_waiting:?}"
+        matches!(joined, Ok(Ok(Ok(())))),
+        "the producer did not finish: {joined:?}"
     );
-    // The backend was tried (and timed out) meanwhile; the small queue evicted the oldest.
-    assert!(rx.request_count() >= 3);
-    assert!(w.metric("pyroscope_write_retries_total", &[]) >= 3.0);
+    // Every append returned while no attempt had ended: none answered, none timed out.
+    assert_eq!(w.metric("pyroscope_write_retries_total", &[]), 0.0);
     assert_eq!(rx.count(), 0);
+    // Meanwhile the senders all hang on a request each, and the queue kept the newest and
+    // evicted the oldest: every profile is in one of the three places.
+    assert!(rx.wait_for_requests(4, WAIT).await);
+    let dropped = w.metric(
+        "pyroscope_write_dropped_profiles_total",
+        &[("reason", "queue_full")],
+    ) as usize;
+    assert_eq!(4 + w.queued() + dropped, n);
+    assert!(dropped > 0);
+    assert_eq!(w.metric("pyroscope_write_retries_total", &[]), 0.0);
     rx.end_outage();
     w.stop().await;
 }

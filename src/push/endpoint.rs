@@ -16,6 +16,19 @@
 //!   up the profile's retries. What bounds the wait is the profile's age: once older than
 //!   `max_age` (the backend's ingestion window) it is dropped, reason `too_old`.
 //!
+//! **Probing.** A backoff grown to `max_backoff_period` (5 minutes by default) would leave an
+//! endpoint unused for minutes after its backend is back. So while an endpoint is unavailable,
+//! one of its senders (the prober, see `status`) retries every `status::PROBE_INTERVAL` instead,
+//! with its own head-of-line profile: the probe is a real push, and when it is accepted the
+//! other senders are woken from their backoff at once. Only `unavailable` attempts are probed:
+//! they never count against `max_backoff_retries`, so probing changes no profile's fate, only
+//! how soon the endpoint is found to be back. Errors that do count (`internal`, a Connect
+//! `resource_exhausted`...) and a plain 429, which asks us to slow down, keep their backoff.
+//!
+//! **Outages.** The first failed attempt that will be retried makes the endpoint *failing*: one
+//! warning, the `pyroscope_write_endpoint_failing` gauge at 1 and the component unhealthy; the
+//! push that ends it logs what was queued, sent and dropped meanwhile (see `status`).
+//!
 //! Meanwhile the queue keeps accepting (and, when full, evicting the oldest). Sending is
 //! stopped two ways: *retire* (configuration change) stops a sender between attempts and puts
 //! its profile back in the queue, *abort* (end of the shutdown flush) also cancels an attempt
@@ -31,10 +44,14 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{Drop, ProfileDropped, ProfileSent, ProfileTrimmed, PushRetrying};
+use super::events::{
+    Drop, EndpointFailing, EndpointRecovered, ProfileSent, ProfileTrimmed, ProfilesDropped,
+    PushRetrying,
+};
 use super::limits::{Fit, Limits};
 use super::metrics::{EndpointMetrics, Latency, Reason};
 use super::queue::{Entry, Eviction, Queue};
+use super::status::{PROBE_INTERVAL, Status};
 use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::httpclient::HttpClient;
 use crate::httpclient::body::{ReadError, read_limited};
@@ -94,6 +111,9 @@ pub struct Endpoint {
     pub settings: Settings,
     client: HttpClient,
     pub queue: Arc<Queue>,
+    /// Outage, drop log and prober; shared, like the queue, with the endpoint's next version
+    /// after a configuration change.
+    pub status: Arc<Status>,
     pub metrics: EndpointMetrics,
     /// The component's memory budget: decoding a profile to fit or convert it reserves here.
     budget: Budget,
@@ -139,6 +159,7 @@ impl Endpoint {
         settings: Settings,
         client: HttpClient,
         queue: Arc<Queue>,
+        status: Arc<Status>,
         metrics: EndpointMetrics,
         budget: Budget,
     ) -> Self {
@@ -146,6 +167,7 @@ impl Endpoint {
             settings,
             client,
             queue,
+            status,
             metrics,
             budget,
             recovered: Notify::new(),
@@ -154,25 +176,49 @@ impl Endpoint {
 
     /// Queues a profile; never waits. Evicted profiles are counted as dropped.
     pub fn enqueue(&self, entry: Entry) {
-        for (e, why) in self.queue.push(entry) {
-            let reason = match why {
-                Eviction::QueueFull => Reason::QueueFull,
+        self.status.queued();
+        let evicted = self.queue.push(entry);
+        if evicted.is_empty() {
+            return;
+        }
+        let (mut full, mut budget) = (Vec::new(), Vec::new());
+        for (e, why) in evicted {
+            match why {
+                Eviction::QueueFull => full.push(e),
                 Eviction::MemoryBudget => {
                     self.budget.count_shed(Use::WriteQueue, Priority::Normal);
-                    Reason::MemoryBudget
+                    budget.push(e);
                 }
-            };
-            self.discard(e.raw.len(), Drop::Quietly(reason));
+            }
         }
+        self.discard_all(&full, Drop::Quietly(Reason::QueueFull));
+        self.discard_all(&budget, Drop::Quietly(Reason::MemoryBudget));
     }
 
-    /// Counts (and, depending on why, logs) a profile this endpoint will not send.
+    /// Counts a profile this endpoint will not send, and logs it when a line is due.
     pub(super) fn discard(&self, bytes: usize, why: Drop<'_>) {
-        emit(ProfileDropped {
+        self.discard_counted(1, bytes as u64, why);
+    }
+
+    /// [`Endpoint::discard`] for entries dropped together: one event, at most one line.
+    pub(super) fn discard_all(&self, entries: &[Entry], why: Drop<'_>) {
+        if entries.is_empty() {
+            return;
+        }
+        let bytes = entries.iter().map(|e| e.raw.len() as u64).sum();
+        self.discard_counted(entries.len() as u64, bytes, why);
+    }
+
+    fn discard_counted(&self, profiles: u64, bytes: u64, why: Drop<'_>) {
+        let note = why.note(profiles, bytes);
+        let reason = note.key.reason;
+        emit(ProfilesDropped {
             metrics: &self.metrics,
             endpoint: &self.settings.url,
+            reason,
+            profiles,
             bytes,
-            why,
+            report: self.status.dropped(note),
         });
     }
 
@@ -257,6 +303,8 @@ impl Endpoint {
         let started = Instant::now();
         let mut failures = 0u32;
         let mut unavailable = 0u32;
+        let mut delivery = self.status.delivery();
+        let mut probe = None;
         loop {
             let result = tokio::select! {
                 biased;
@@ -270,6 +318,14 @@ impl Endpoint {
                         bytes: sent_bytes,
                         seconds: started.elapsed().as_secs_f64(),
                     });
+                    if let Some(recovery) = delivery.sent() {
+                        emit(EndpointRecovered {
+                            metrics: &self.metrics,
+                            endpoint: &s.url,
+                            recovery: &recovery,
+                            backlog: self.queue.depth().0,
+                        });
+                    }
                     self.recovered.notify_waiters();
                     return Delivery::Done;
                 }
@@ -296,11 +352,34 @@ impl Endpoint {
                     backoff_delay(s.min_backoff, s.max_backoff, unavailable)
                 }
             };
+            if delivery.failed(&err) {
+                emit(EndpointFailing {
+                    metrics: &self.metrics,
+                    endpoint: &s.url,
+                    err: &err,
+                    queued: self.queue.depth().0,
+                    max_age: s.max_age,
+                });
+            }
+            // Probe only while the endpoint is down (see the module's comment); a sender
+            // failing otherwise leaves the prober's place to another.
+            if disposition == Disposition::RetryUnavailable && err.status != Some(429) {
+                if probe.is_none() {
+                    probe = self.status.claim_probe();
+                }
+            } else {
+                probe = None;
+            }
+            let delay = match probe {
+                Some(_) => delay.min(PROBE_INTERVAL.mul_f64(0.5 + random_unit())),
+                None => delay,
+            };
             emit(PushRetrying {
                 metrics: &self.metrics,
                 endpoint: &s.url,
                 err: &err,
                 delay,
+                probe: probe.is_some(),
             });
             let recovered = self.recovered.notified();
             tokio::pin!(recovered);

@@ -12,6 +12,7 @@
 //! | `pyroscope_write_queue_profiles` | endpoint | profiles waiting (not in flight) |
 //! | `pyroscope_write_queue_bytes` | endpoint | bytes waiting |
 //! | `pyroscope_write_trimmed_profiles_total` | endpoint, reason | profiles trimmed to fit the backend's limits; `reason` is the limit (`max_profile_samples`, `max_profile_size_bytes`, `max_burst_bytes`) |
+//! | `pyroscope_write_endpoint_failing` | endpoint | 1 while the endpoint is failing (an outage, see `status`), else 0 |
 //!
 //! Every series also has `component_id` and `component_path`. Drop reasons are the
 //! [`Reason`] values, trim reasons the [`TrimReason`] ones.
@@ -63,6 +64,11 @@ impl Reason {
         Reason::MemoryBudget,
     ];
 
+    /// The reason's position in [`Reason::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::InvalidLabels => "invalid_labels",
@@ -93,6 +99,7 @@ pub struct WriteMetrics {
     queue_profiles: Family<Labels, Gauge>,
     queue_bytes: Family<Labels, Gauge>,
     trimmed: Family<Labels, Counter>,
+    failing: Family<Labels, Gauge>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -115,6 +122,7 @@ impl WriteMetrics {
                 queue_profiles: Family::default(),
                 queue_bytes: Family::default(),
                 trimmed: Family::default(),
+                failing: Family::default(),
             };
             r.register(
                 "pyroscope_write_sent_bytes",
@@ -161,6 +169,11 @@ impl WriteMetrics {
                 "Profiles trimmed to fit the backend's size and sample limits",
                 m.trimmed.clone(),
             );
+            r.register(
+                "pyroscope_write_endpoint_failing",
+                "1 while the endpoint is failing: pushes are being retried and none has succeeded since",
+                m.failing.clone(),
+            );
             m
         })
     }
@@ -189,6 +202,7 @@ impl WriteMetrics {
                     .clone()
             }),
             trim_log: std::sync::Arc::new(TrimLog::new()),
+            failing: self.failing.get_or_create(&base).clone(),
             latency: LATENCY_TYPES.map(|t| self.latency.get_or_create(&with("type", t)).clone()),
             all: self.clone(),
             base,
@@ -219,6 +233,7 @@ pub struct EndpointMetrics {
     trimmed: [Counter; 3],
     /// Rate limits of the trimming log lines, shared by the endpoint's senders.
     trim_log: std::sync::Arc<TrimLog>,
+    failing: Gauge,
     latency: [Histogram; 3],
 }
 
@@ -234,13 +249,10 @@ impl EndpointMetrics {
         self.sent_bytes.inc_by(bytes as u64);
     }
 
-    pub fn dropped(&self, reason: Reason, bytes: usize) {
+    pub fn dropped(&self, reason: Reason, profiles: u64, bytes: u64) {
         let l = self.with("reason", reason.as_str());
-        self.all.dropped_profiles.get_or_create(&l).inc();
-        self.all
-            .dropped_bytes
-            .get_or_create(&l)
-            .inc_by(bytes as u64);
+        self.all.dropped_profiles.get_or_create(&l).inc_by(profiles);
+        self.all.dropped_bytes.get_or_create(&l).inc_by(bytes);
     }
 
     pub fn retry(&self) {
@@ -253,6 +265,10 @@ impl EndpointMetrics {
 
     pub(super) fn trim_log(&self) -> &TrimLog {
         &self.trim_log
+    }
+
+    pub fn failing(&self, failing: bool) {
+        self.failing.set(i64::from(failing));
     }
 
     pub fn latency(&self, kind: Latency, seconds: f64) {
@@ -278,6 +294,7 @@ impl EndpointMetrics {
         }
         a.queue_profiles.remove(&self.base);
         a.queue_bytes.remove(&self.base);
+        a.failing.remove(&self.base);
         for r in Reason::ALL {
             let l = self.with("reason", r.as_str());
             a.dropped_bytes.remove(&l);

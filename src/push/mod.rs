@@ -14,7 +14,9 @@
 //! A component resolves its arguments into [`EndpointSpec`]s and exports a [`Pipeline`] as
 //! its receiver; `endpoint` owns sending and retries, `queue` the bounded per-endpoint queue,
 //! `limits` fitting profiles into the backend's limits, `metrics` the
-//! `pyroscope_write_*` series, `otlp` the OTLP/HTTP response rules.
+//! `pyroscope_write_*` series, `otlp` the OTLP/HTTP response rules, `status` what an endpoint
+//! is going through (outages, rate-limited drop lines, health, probing). docs/PUSH.md is the
+//! operator's view of all of it.
 
 mod config;
 mod endpoint;
@@ -23,12 +25,13 @@ pub mod limits;
 mod metrics;
 mod otlp;
 mod queue;
+mod status;
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
@@ -36,15 +39,17 @@ use tokio_util::sync::CancellationToken;
 pub use self::config::{LimitsConfig, QueueConfig};
 use self::endpoint::{Endpoint, Senders};
 pub use self::endpoint::{Protocol, Settings};
-use self::events::{Drop, InvalidLabels, ProfileDropped};
+use self::events::{Drop, DropsSummarized, InvalidLabels};
 use self::metrics::EndpointMetrics;
 pub use self::metrics::{Reason, WriteMetrics};
 use self::queue::{Entry, Queue};
+use self::status::{DropKey, DropNote, Drops, Status};
 use crate::budget::Budget;
 use crate::httpclient::{HttpClient, USER_AGENT};
 use crate::profiles::{Appendable, Label, Profile};
 use crate::protocols::pyroscope::{labels, wire};
 use crate::runtime::event::emit;
+use crate::runtime::{Health, HealthState};
 use crate::sync::lock;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -93,6 +98,8 @@ pub struct Pipeline {
     running: Mutex<Running>,
     /// Metrics of endpoints removed by updates, removed with the others at exit.
     retired_metrics: Mutex<Vec<EndpointMetrics>>,
+    /// The drop log of profiles with invalid labels (dropped before any endpoint).
+    invalid: Mutex<Drops>,
     /// Shutdown has begun: appends are dropped (and counted).
     closing: AtomicBool,
     /// The component exited and removed its metrics: appends are dropped silently.
@@ -119,6 +126,7 @@ impl Pipeline {
             })),
             running: Mutex::new(Running::default()),
             retired_metrics: Mutex::new(Vec::new()),
+            invalid: Mutex::new(Drops::default()),
             closing: AtomicBool::new(false),
             gone: AtomicBool::new(false),
         }
@@ -149,34 +157,34 @@ impl Pipeline {
                 .find(|(i, o)| !claimed[*i] && o.settings.url == settings.url)
                 .map(|(i, o)| {
                     claimed[i] = true;
-                    o.queue.clone()
+                    (o.queue.clone(), o.status.clone())
                 });
             endpoints.push((settings, client, metrics, reuse, max_bytes));
         }
         // Everything built: switch.
         let mut built = Vec::with_capacity(endpoints.len());
         for (settings, client, metrics, reuse, max_bytes) in endpoints {
-            let queue = match reuse {
-                Some(q) => {
-                    for e in q.set_max_bytes(max_bytes) {
-                        emit(ProfileDropped {
-                            metrics: &metrics,
-                            endpoint: &settings.url,
-                            bytes: e.raw.len(),
-                            why: Drop::Quietly(Reason::QueueFull),
-                        });
-                    }
-                    q
+            let (queue, status, evicted) = match reuse {
+                Some((q, status)) => {
+                    let evicted = q.set_max_bytes(max_bytes);
+                    (q, status, evicted)
                 }
-                None => Arc::new(Queue::new(max_bytes, metrics.depth_gauges(), &self.budget)),
+                None => (
+                    Arc::new(Queue::new(max_bytes, metrics.depth_gauges(), &self.budget)),
+                    Arc::new(Status::default()),
+                    Vec::new(),
+                ),
             };
-            built.push(Arc::new(Endpoint::new(
+            let ep = Arc::new(Endpoint::new(
                 settings,
                 client,
                 queue,
+                status,
                 metrics,
                 self.budget.clone(),
-            )));
+            ));
+            ep.discard_all(&evicted, Drop::Quietly(Reason::QueueFull));
+            built.push(ep);
         }
         let next = Arc::new(Active {
             external,
@@ -200,6 +208,8 @@ impl Pipeline {
             .collect();
         for ep in &removed {
             tracing::info!(component = %self.id, endpoint = %ep.settings.url, "endpoint removed; dropping its queue");
+            // Whatever it was going through is over for us.
+            ep.metrics.failing(false);
             if !next
                 .endpoints
                 .iter()
@@ -210,8 +220,14 @@ impl Pipeline {
         }
         let drop_queues = move |removed: Vec<Arc<Endpoint>>| {
             for ep in removed {
-                for e in ep.queue.drain() {
-                    ep.discard(e.raw.len(), Drop::Quietly(Reason::Reload));
+                ep.discard_all(&ep.queue.drain(), Drop::Quietly(Reason::Reload));
+                // The endpoint is gone from the periodic report: its last lines are due now.
+                for report in ep.status.due_drop_reports(true) {
+                    emit(DropsSummarized {
+                        component: None,
+                        endpoint: Some(&ep.settings.url),
+                        report,
+                    });
                 }
             }
         };
@@ -243,9 +259,65 @@ impl Pipeline {
     /// metric series: a component's whole `run`.
     pub async fn run(&self, shutdown: CancellationToken) {
         self.start(tokio::runtime::Handle::current());
-        shutdown.cancelled().await;
+        // Drops are summed into lines per interval; this writes the lines of drops that no
+        // later drop came to report.
+        let mut tick = tokio::time::interval(status::REPORT_INTERVAL / 12);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tick.tick() => self.report_drops(false),
+            }
+        }
         self.shutdown().await;
+        // Nothing is left unsaid at exit.
+        self.report_drops(true);
         self.remove_metrics();
+    }
+
+    /// Writes the drop lines due now (`all`: every pending one).
+    fn report_drops(&self, all: bool) {
+        for ep in &self.active().endpoints {
+            for report in ep.status.due_drop_reports(all) {
+                emit(DropsSummarized {
+                    component: None,
+                    endpoint: Some(&ep.settings.url),
+                    report,
+                });
+            }
+        }
+        let invalid = lock(&self.invalid).due(Instant::now(), all);
+        for report in invalid {
+            emit(DropsSummarized {
+                component: Some(&self.id),
+                endpoint: None,
+                report,
+            });
+        }
+    }
+
+    /// Unhealthy while an endpoint is failing or has dropped profiles in the last
+    /// `status::REPORT_INTERVAL` (reload and shutdown drops aside), each reason in the message;
+    /// `None` otherwise, leaving the component's health to the controller.
+    pub fn health(&self) -> Option<Health> {
+        let mut problems: Vec<(SystemTime, String)> = self
+            .active()
+            .endpoints
+            .iter()
+            .filter_map(|ep| ep.status.health(&ep.settings.url, ep.queue.depth().0))
+            .collect();
+        problems.extend(lock(&self.invalid).health(Instant::now(), &self.id));
+        let updated = problems.iter().map(|(t, _)| *t).max()?;
+        let message = problems
+            .into_iter()
+            .map(|(_, m)| m)
+            .collect::<Vec<_>>()
+            .join("; ");
+        Some(Health {
+            state: HealthState::Unhealthy,
+            message,
+            updated,
+        })
     }
 
     /// Profiles and bytes queued per endpoint URL (not counting those being sent).
@@ -308,9 +380,7 @@ impl Pipeline {
             s.join().await;
         }
         for ep in &active.endpoints {
-            for e in ep.queue.drain() {
-                ep.discard(e.raw.len(), Drop::Quietly(Reason::Shutdown));
-            }
+            ep.discard_all(&ep.queue.drain(), Drop::Quietly(Reason::Shutdown));
         }
     }
 
@@ -349,12 +419,22 @@ impl Appendable for Pipeline {
                 Err(e) => {
                     let endpoints: Vec<&EndpointMetrics> =
                         active.endpoints.iter().map(|ep| &ep.metrics).collect();
+                    let note = DropNote {
+                        key: DropKey::reason(Reason::InvalidLabels),
+                        message: "invalid labels; dropped profiles",
+                        detail: Some(format!(
+                            "{e}; labels {:?}",
+                            labels::profile_labels_for_log(&p)
+                        )),
+                        profiles: 1,
+                        bytes: p.raw.len() as u64,
+                    };
+                    let report = lock(&self.invalid).note(Instant::now(), note);
                     emit(InvalidLabels {
                         component: &self.id,
-                        err: &e,
-                        labels: &labels::profile_labels_for_log(&p),
                         bytes: p.raw.len(),
                         endpoints: &endpoints,
+                        report,
                     });
                     continue;
                 }

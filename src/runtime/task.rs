@@ -10,7 +10,15 @@ use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
 fn span(name: &'static str) -> tracing::Span {
-    tracing::debug_span!("task", task = name)
+    let span = tracing::debug_span!("task", task = name);
+    // At a level that leaves debug spans off (the default, `info`), the task span does not
+    // exist and would not link the task to where it was spawned from: the task runs in that
+    // span instead, so its log lines still say which component wrote them.
+    if span.is_disabled() {
+        tracing::Span::current()
+    } else {
+        span
+    }
 }
 
 /// `tokio::spawn` on the current runtime, inside a span named `name`.
@@ -96,5 +104,40 @@ mod tests {
         });
         let names = crate::sync::lock(&names.0).clone();
         assert_eq!(names, ["test.async", "test.blocking"]);
+    }
+
+    /// Records the span each event happened in.
+    #[derive(Clone, Default)]
+    struct EventSpans(Arc<Mutex<Vec<String>>>);
+
+    impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventSpans {
+        fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
+            let span = ctx.event_span(event).map(|s| s.name().to_string());
+            crate::sync::lock(&self.0).push(span.unwrap_or_default());
+        }
+    }
+
+    #[test]
+    fn without_task_spans_a_task_logs_in_the_span_it_was_spawned_from() {
+        use tracing::Instrument as _;
+        let spans = EventSpans::default();
+        let subscriber = tracing_subscriber::registry()
+            .with(spans.clone())
+            .with(tracing_subscriber::filter::LevelFilter::INFO);
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        // Spawned tasks are polled by the scheduler, outside the spawning future's span.
+        rt.block_on(
+            async {
+                super::spawn("test.async", async { tracing::info!("from a task") })
+                    .await
+                    .expect("joined");
+            }
+            .instrument(tracing::info_span!("component")),
+        );
+        let spans = crate::sync::lock(&spans.0).clone();
+        assert_eq!(spans, ["component"]);
     }
 }

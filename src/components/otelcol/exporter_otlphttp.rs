@@ -54,7 +54,7 @@ use crate::budget::Budget;
 use crate::httpclient::{HttpClientConfig, TlsConfig};
 use crate::profiles::Receiver;
 use crate::push::{EndpointSpec, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics};
-use crate::runtime::{BoxError, Component, ComponentOptions};
+use crate::runtime::{BoxError, Component, ComponentOptions, Health};
 use crate::syntax::types::Duration;
 use crate::syntax::value::Value;
 
@@ -238,6 +238,11 @@ impl Component for OtlpHttpProfiles {
 
     fn debug_info(&self) -> Option<serde_json::Value> {
         Some(self.pipeline.debug_info())
+    }
+
+    /// Unhealthy while an endpoint is failing or dropping profiles (see `crate::push`).
+    fn health(&self) -> Option<Health> {
+        self.pipeline.health()
     }
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {

@@ -39,9 +39,11 @@
 //!
 //! # Behaviour
 //!
-//! Labels: see `crate::protocols::pyroscope::labels`. Queueing, retries and drops: see
-//! `crate::push`, the engine this component shares with `otelcol.exporter.otlphttp_profiles`. Every drop is counted in
-//! `pyroscope_write_dropped_{profiles,bytes}_total{endpoint,reason}` (see `metrics`).
+//! Labels: see `crate::protocols::pyroscope::labels`. Queueing, retries, probing, drops and
+//! health: see `crate::push`, the engine this component shares with
+//! `otelcol.exporter.otlphttp_profiles`, and docs/PUSH.md. Every drop is counted in
+//! `pyroscope_write_dropped_{profiles,bytes}_total{endpoint,reason}` and logged rate-limited;
+//! the component is unhealthy while an endpoint is failing or dropping.
 //! Updates keep the exported receiver (dependants are not re-evaluated) and keep each
 //! endpoint's queue when its URL is unchanged. Shutdown sends what is queued until
 //! `flush_deadline`, then drops the rest (reason `shutdown`).
@@ -74,7 +76,7 @@ use crate::push::{
     EndpointSpec, LimitsConfig, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics, limits,
     sensitive_headers,
 };
-use crate::runtime::{BoxError, Component, ComponentOptions};
+use crate::runtime::{BoxError, Component, ComponentOptions, Health};
 use crate::syntax::types::Duration;
 use crate::syntax::value::Value;
 
@@ -255,6 +257,11 @@ impl Component for Write {
     /// Per endpoint: URL and what is queued.
     fn debug_info(&self) -> Option<serde_json::Value> {
         Some(self.pipeline.debug_info())
+    }
+
+    /// Unhealthy while an endpoint is failing or dropping profiles (see `crate::push`).
+    fn health(&self) -> Option<Health> {
+        self.pipeline.health()
     }
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {
