@@ -261,8 +261,11 @@ async fn loops_and_delta_state_follow_target_identity() {
         None,
         "{m}"
     );
+    // b, left in place with the same interval, is the clock: two more of its scrapes are two
+    // intervals in which a's loop would have scraped had it survived.
     let n = server.requests("/seq").len();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let b_before = run.scrapes("b");
+    assert!(run.wait(wait, |r| r.scrapes("b") >= b_before + 2).await);
     assert_eq!(
         server.requests("/seq").len(),
         n,
@@ -274,10 +277,10 @@ async fn loops_and_delta_state_follow_target_identity() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn targets_over_a_label_limit_are_down_and_not_scraped() {
-    let server = FaultServer::start(vec![(
-        "/p",
-        Behavior::Profile(captured("goapp-heap-1.pb.gz")),
-    )])
+    let server = FaultServer::start(vec![
+        ("/p", Behavior::Profile(captured("goapp-heap-1.pb.gz"))),
+        ("/w", Behavior::Profile(captured("goapp-heap-1.pb.gz"))),
+    ])
     .await;
     let addr = server.addr.to_string();
     let rx = Arc::new(Receiver::new(Collect::default()));
@@ -289,8 +292,15 @@ async fn targets_over_a_label_limit_are_down_and_not_scraped() {
         ("b", "2"),
         ("c", "3"),
     ]);
-    let mut a = args(vec![target.clone()], &rx, 1);
-    a.inner.label_limit = 4;
+    // A target within the limit, scraped on the same interval: the clock for "not scraped".
+    let witness = labels(&[
+        ("__address__", &addr),
+        ("__profile_path__", "/w"),
+        ("service_name", "narrow"),
+    ]);
+    // Every label counts, private ones included: the witness has 6, the wide target 9.
+    let mut a = args(vec![target.clone(), witness.clone()], &rx, 1);
+    a.inner.label_limit = 7;
     let run = start(a);
     let t = run.target("wide").expect("target listed");
     assert_eq!(t["health"], "down");
@@ -298,7 +308,7 @@ async fn targets_over_a_label_limit_are_down_and_not_scraped() {
     assert!(
         t["last_error"]
             .as_str()
-            .is_some_and(|e| e.contains("labels exceed label_limit (4)")),
+            .is_some_and(|e| e.contains("9 labels exceed label_limit (7)")),
         "{t}"
     );
     let m = run.metrics();
@@ -314,14 +324,17 @@ async fn targets_over_a_label_limit_are_down_and_not_scraped() {
         ),
         Some(1.0)
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        run.wait(Duration::from_secs(10), |r| r.scrapes("narrow") >= 2)
+            .await
+    );
     assert!(
         server.requests("/p").is_empty(),
         "over-limit target scraped"
     );
 
     // Raising the limit lets it be scraped.
-    let mut a = args(vec![target], &rx, 1);
+    let mut a = args(vec![target, witness], &rx, 1);
     a.inner.label_limit = 10;
     run.component.update(a).expect("update");
     assert!(
@@ -335,10 +348,10 @@ async fn targets_over_a_label_limit_are_down_and_not_scraped() {
 
 #[tokio::test]
 async fn nothing_is_scraped_before_run() {
-    let server = FaultServer::start(vec![(
-        "/p",
-        Behavior::Profile(captured("goapp-heap-1.pb.gz")),
-    )])
+    let server = FaultServer::start(vec![
+        ("/p", Behavior::Profile(captured("goapp-heap-1.pb.gz"))),
+        ("/w", Behavior::Profile(captured("goapp-heap-1.pb.gz"))),
+    ])
     .await;
     let rx = Arc::new(Receiver::new(Collect::default()));
     let target = labels(&[
@@ -352,8 +365,24 @@ async fn nothing_is_scraped_before_run() {
     );
     let c = Scrape::build(opts, args(vec![target], &rx, 1)).expect("build");
     assert_eq!(c.loops(), 1);
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // A second component, running, on the same interval is the clock: two of its scrapes
+    // are two intervals in which the built-but-not-run one would have scraped.
+    let witness = start(args(
+        vec![labels(&[
+            ("__address__", &server.addr.to_string()),
+            ("__profile_path__", "/w"),
+            ("service_name", "w"),
+        ])],
+        &rx,
+        1,
+    ));
+    assert!(
+        witness
+            .wait(Duration::from_secs(10), |r| r.scrapes("w") >= 2)
+            .await
+    );
     assert!(server.requests("/p").is_empty());
+    witness.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
