@@ -46,7 +46,7 @@ fn check_reports_every_error_with_position_and_caret() {
         3,
         "one caret line per error:\n{err}"
     );
-    assert!(err.contains("Error: 3 errors in 1 file"), "{err}");
+    assert!(err.contains("Error: 3 errors in 1 config"), "{err}");
     assert!(!err.contains("good.alloy"), "{err}");
 
     let out = scraper(&["check", &good.display().to_string()]);

@@ -7,6 +7,7 @@
 //! which the blanket impl below derives from the typed trait.
 
 use std::any::Any;
+use std::collections::HashSet;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -23,7 +24,7 @@ use super::metrics::MetricsRegistry;
 use super::services::Services;
 use crate::sync::lock;
 use crate::syntax::ast::Span;
-use crate::syntax::decode;
+use crate::syntax::decode::{self, Invalid};
 use crate::syntax::diag::Diagnostic;
 use crate::syntax::eval::EvaluatedBody;
 use crate::syntax::value::Value;
@@ -47,6 +48,17 @@ pub trait Component: Send + Sync + Sized + 'static {
     /// that `discovery.x.y.targets` evaluates instead of failing on a missing field.
     fn initial_exports() -> Value {
         Value::Object(Default::default())
+    }
+
+    /// Checks the decoded arguments further than their types can: values that parse but
+    /// cannot work (an empty or malformed endpoint URL), settings that exclude each other.
+    /// No side effects (no files, network or ports): `scraper check` calls it, and every build
+    /// and update runs it first, so that what `check` accepts is what `run` accepts, and the
+    /// errors point at the attribute or block at fault. Problems only running can find (a port
+    /// in use, a missing capability) stay in `build`.
+    fn validate(args: &Self::Arguments) -> Vec<Invalid> {
+        let _ = args;
+        Vec::new()
     }
 
     /// Constructs the component. May publish real exports right away through `opts.exports`
@@ -266,11 +278,38 @@ impl<C: Component> ErasedComponent for C {
     }
 }
 
+/// Decodes and validates a block's arguments: what `check`, `build` and `update` all go
+/// through.
 pub(crate) fn decode_args<C: Component>(
     body: &EvaluatedBody,
     block_span: Span,
 ) -> Result<C::Arguments, ArgsError> {
-    decode::from_body_at::<C::Arguments>(body, block_span).map_err(ArgsError::Decode)
+    let args = decode::from_body_at::<C::Arguments>(body, block_span).map_err(ArgsError::Decode)?;
+    let invalid = C::validate(&args);
+    if invalid.is_empty() {
+        Ok(args)
+    } else {
+        Err(ArgsError::Decode(Invalid::locate_all(
+            &invalid, body, block_span,
+        )))
+    }
+}
+
+/// [`decode_args`] for `scraper check`, on a body some of whose attributes could not be
+/// evaluated (`unevaluated`, their statement spans; errors already reported): the rest is
+/// decoded, and validated only when nothing is missing, since a missing value's default
+/// could make validation complain about something the user did not write.
+pub(crate) fn check_args<C: Component>(
+    body: &EvaluatedBody,
+    block_span: Span,
+    unevaluated: &HashSet<Span>,
+) -> Result<(), ArgsError> {
+    if unevaluated.is_empty() {
+        return decode_args::<C>(body, block_span).map(drop);
+    }
+    decode::from_body_partial::<C::Arguments>(body, block_span, unevaluated)
+        .map(drop)
+        .map_err(ArgsError::Decode)
 }
 
 pub(crate) fn build_erased<C: Component>(

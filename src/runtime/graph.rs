@@ -22,9 +22,9 @@ pub(crate) struct Graph {
     pub deps: Vec<BTreeSet<usize>>,
     /// Dependencies first; ties keep file order. Only meaningful when there are no cycles.
     pub order: Vec<usize>,
-    /// `unresolved[i]`: node `i` has a reference that resolves to nothing (already reported),
-    /// so evaluating it would only repeat the error.
-    pub unresolved: Vec<bool>,
+    /// `unresolved[i]`: where node `i` has references that resolve to nothing (already
+    /// reported), so that evaluating those attributes would only repeat the error.
+    pub unresolved: Vec<Vec<Span>>,
 }
 
 /// What the first identifier of a reference chain turned out to be.
@@ -79,19 +79,23 @@ impl<'a> Resolver<'a> {
     }
 
     /// The components `body` references, and an error for every chain that resolves to nothing.
-    /// The flag is set when some reference could not be resolved (reported or not), in which
-    /// case evaluating the body would only repeat the problem.
-    pub fn references(&self, body: &Body, diags: &mut Vec<Diagnostic>) -> (BTreeSet<usize>, bool) {
+    /// Also where the references are that could not be resolved (reported here, or a block
+    /// that failed to load): evaluating them would only repeat the problem.
+    pub fn references(
+        &self,
+        body: &Body,
+        diags: &mut Vec<Diagnostic>,
+    ) -> (BTreeSet<usize>, Vec<Span>) {
         let mut out = BTreeSet::new();
-        let mut unresolved = false;
+        let mut unresolved = Vec::new();
         body.for_each_reference(&mut |parts, span| match self.resolve(parts) {
             Resolved::Component(i) => {
                 out.insert(i);
             }
             Resolved::Scope => {}
-            Resolved::Broken => unresolved = true,
+            Resolved::Broken => unresolved.push(span),
             Resolved::Missing => {
-                unresolved = true;
+                unresolved.push(span);
                 diags.push(missing(parts, span));
             }
         });
@@ -116,8 +120,8 @@ pub(crate) fn build(nodes: &[GraphNode<'_>], resolver: &Resolver<'_>) -> (Graph,
     let deps: Vec<BTreeSet<usize>> = nodes
         .iter()
         .map(|n| {
-            let (refs, incomplete) = resolver.references(n.body, &mut diags);
-            unresolved.push(incomplete);
+            let (refs, missing) = resolver.references(n.body, &mut diags);
+            unresolved.push(missing);
             refs
         })
         .collect();

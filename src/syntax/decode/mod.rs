@@ -60,8 +60,11 @@ mod attr;
 mod body;
 mod error;
 mod group;
+mod invalid;
 mod rounds;
 mod value;
+
+use std::collections::HashSet;
 
 use serde::de::DeserializeOwned;
 
@@ -77,6 +80,7 @@ use value::ValueDe;
 
 pub use super::types::LABEL_FIELD;
 pub use error::Error;
+pub use invalid::{ArgStep, Invalid};
 
 /// Decodes a component's evaluated body. Missing-field errors have no position; use
 /// [`from_body_at`] to point them at the block.
@@ -91,8 +95,50 @@ pub fn from_body_at<T: DeserializeOwned>(
     body: &EvaluatedBody,
     block_span: impl Into<Option<Span>>,
 ) -> Result<T, Vec<Diagnostic>> {
-    let span = block_span.into();
+    decode_rounds(body, block_span.into(), Ctx::default())
+}
+
+/// Decodes a body some of whose attributes could not be evaluated (their errors are already
+/// reported): `unevaluated` holds the statement spans of those attributes, which must be in
+/// `body` with any value (null). They are skipped as if hidden after an error, so the rest of
+/// the body is still checked (unknown names, types) without reporting what follows from their
+/// absence (a required attribute missing). `Ok` only says that nothing else is wrong: the
+/// value lacks what could not be evaluated.
+pub fn from_body_partial<T: DeserializeOwned>(
+    body: &EvaluatedBody,
+    block_span: impl Into<Option<Span>>,
+    unevaluated: &HashSet<Span>,
+) -> Result<T, Vec<Diagnostic>> {
     let mut ctx = Ctx::default();
+    hide_unevaluated(body, &mut Vec::new(), unevaluated, &mut ctx.hidden);
+    decode_rounds(body, block_span.into(), ctx)
+}
+
+fn hide_unevaluated(
+    body: &EvaluatedBody,
+    path: &mut Vec<error::StmtId>,
+    unevaluated: &HashSet<Span>,
+    hidden: &mut HashSet<error::StmtPath>,
+) {
+    for (i, a) in body.attributes.iter().enumerate() {
+        if unevaluated.contains(&a.span) {
+            let mut p = path.clone();
+            p.push(error::StmtId::Attr(i));
+            hidden.insert(p);
+        }
+    }
+    for (i, b) in body.blocks.iter().enumerate() {
+        path.push(error::StmtId::Block(i));
+        hide_unevaluated(&b.body, path, unevaluated, hidden);
+        path.pop();
+    }
+}
+
+fn decode_rounds<T: DeserializeOwned>(
+    body: &EvaluatedBody,
+    span: Option<Span>,
+    mut ctx: Ctx,
+) -> Result<T, Vec<Diagnostic>> {
     let mut errors: Vec<Diagnostic> = Vec::new();
     // Each retry hides one more statement or zero-fills one more null, so this bounds the loop.
     let max_rounds = count_stmts(body) * 2 + 2;
