@@ -295,21 +295,41 @@ pub(crate) fn decode_args<C: Component>(
     }
 }
 
-/// [`decode_args`] for `scraper check`, on a body some of whose attributes could not be
-/// evaluated (`unevaluated`, their statement spans; errors already reported): the rest is
-/// decoded, and validated only when nothing is missing, since a missing value's default
-/// could make validation complain about something the user did not write.
+/// [`decode_args`] for `scraper check`, reporting every error of the block at once: the
+/// arguments are decoded with the statements at fault left out, and validated as far as that
+/// is meaningful. `unevaluated`: statement spans of attributes that could not be evaluated
+/// (their errors are already reported).
+///
+/// When something was left out, its default stands in for it, and a complaint about the
+/// default would be about something the user did not write: then only validation errors about
+/// attributes that were decoded as written are kept (not those about a block as a whole).
 pub(crate) fn check_args<C: Component>(
     body: &EvaluatedBody,
     block_span: Span,
     unevaluated: &HashSet<Span>,
 ) -> Result<(), ArgsError> {
-    if unevaluated.is_empty() {
-        return decode_args::<C>(body, block_span).map(drop);
+    let decoded = decode::from_body_lenient::<C::Arguments>(body, block_span, unevaluated);
+    let mut diags = decoded.errors;
+    if let Some(args) = decoded.value {
+        let complete = diags.is_empty() && decoded.skipped.is_empty();
+        for invalid in C::validate(&args) {
+            let written_as_decoded = invalid.attribute_statement(body).is_some_and(|stmt| {
+                !decoded
+                    .skipped
+                    .iter()
+                    .any(|s| s.start <= stmt.start && stmt.end <= s.end)
+            });
+            if complete || written_as_decoded {
+                diags.push(invalid.locate(body, block_span));
+            }
+        }
     }
-    decode::from_body_partial::<C::Arguments>(body, block_span, unevaluated)
-        .map(drop)
-        .map_err(ArgsError::Decode)
+    if diags.is_empty() {
+        Ok(())
+    } else {
+        diags.sort_by_key(|d| d.span.map_or(u32::MAX, |s| s.start));
+        Err(ArgsError::Decode(diags))
+    }
 }
 
 pub(crate) fn build_erased<C: Component>(

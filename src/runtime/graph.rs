@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 
 use crate::syntax::ast::{Body, Span};
 use crate::syntax::diag::Diagnostic;
+use crate::syntax::suggest;
 
 /// A block taking part in the graph.
 #[derive(Clone, Copy, Debug)]
@@ -78,6 +79,24 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// The component ID nearest to a prefix of `parts` of the same length, as the likely
+    /// intended target of a misspelt reference (`pyroscope.write.bakend.receiver`).
+    fn nearest_id(&self, parts: &[&str]) -> Option<&'a str> {
+        let mut best: Option<(usize, &'a str)> = None;
+        for &id in self.ids.keys() {
+            let k = id.split('.').count();
+            if k > parts.len() {
+                continue;
+            }
+            if let Some(d) = suggest::distance(&parts[..k].join("."), id)
+                && best.is_none_or(|(bd, bid)| (d, id) < (bd, bid))
+            {
+                best = Some((d, id));
+            }
+        }
+        best.map(|(_, id)| id)
+    }
+
     /// The components `body` references, and an error for every chain that resolves to nothing.
     /// Also where the references are that could not be resolved (reported here, or a block
     /// that failed to load): evaluating them would only repeat the problem.
@@ -96,7 +115,11 @@ impl<'a> Resolver<'a> {
             Resolved::Broken => unresolved.push(span),
             Resolved::Missing => {
                 unresolved.push(span);
-                diags.push(missing(parts, span));
+                let d = missing(parts, span);
+                diags.push(match self.nearest_id(parts) {
+                    Some(id) => d.with_help(format!("did you mean {id:?}?")),
+                    None => d,
+                });
             }
         });
         (out, unresolved)

@@ -100,9 +100,7 @@ pub(crate) fn check_partial(
     body: &EvaluatedBody,
     unevaluated: &std::collections::HashSet<Span>,
 ) -> Vec<Diagnostic> {
-    decode::from_body_partial::<LoggingArguments>(body, block.header_span(), unevaluated)
-        .err()
-        .unwrap_or_default()
+    decode::from_body_lenient::<LoggingArguments>(body, block.header_span(), unevaluated).errors
 }
 
 fn attribute_span(block: &Block, name: &str) -> Span {

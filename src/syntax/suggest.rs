@@ -12,21 +12,31 @@ pub fn did_you_mean<'a>(
 
 /// The candidate with the smallest edit distance to `name` (transpositions count as one edit,
 /// case is ignored), if that distance is small for the name's length: one edit for names up
-/// to four characters, then one more per four characters. Ties go to the earliest candidate.
+/// to four characters, two up to 17, then one per six characters. Tighter would miss
+/// `logign`; looser suggests real but different components (`pyroscope.java` is not a
+/// misspelt `pyroscope.ebpf`). Ties go to the earliest candidate.
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let lower = name.to_lowercase();
-    let allowed = (name.chars().count() / 4).max(1);
     let mut best: Option<(usize, &'a str)> = None;
     for candidate in candidates {
-        if candidate == name {
-            continue;
-        }
-        let d = strsim::osa_distance(&lower, &candidate.to_lowercase());
-        if d <= allowed && best.is_none_or(|(bd, _)| d < bd) {
+        if let Some(d) = distance(name, candidate)
+            && best.is_none_or(|(bd, _)| d < bd)
+        {
             best = Some((d, candidate));
         }
     }
     best.map(|(_, c)| c)
+}
+
+/// The edit distance between `name` and `candidate` if `candidate` is a likely intended
+/// spelling of `name` (see [`nearest`]); `None` for the name itself.
+pub fn distance(name: &str, candidate: &str) -> Option<usize> {
+    if candidate == name {
+        return None;
+    }
+    let len = name.chars().count();
+    let allowed = if len <= 4 { 1 } else { (len / 6).max(2) };
+    let d = strsim::osa_distance(&name.to_lowercase(), &candidate.to_lowercase());
+    (d <= allowed).then_some(d)
 }
 
 #[cfg(test)]
@@ -58,6 +68,9 @@ mod tests {
             ),
             ("Pyroscope.Write", &components, Some("pyroscope.write")),
             ("prometheus.scrape", &components, None),
+            ("pyroscope.java", &["pyroscope.ebpf"], None),
+            ("discovery.docker", &["discovery.process"], None),
+            ("logign", &["logging"], Some("logging")),
             ("scrape_intervall", &attrs, Some("scrape_interval")),
             ("scrape_timout", &attrs, Some("scrape_timeout")),
             ("uri", &attrs, Some("url")),

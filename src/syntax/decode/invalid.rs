@@ -59,6 +59,21 @@ impl Invalid {
         self
     }
 
+    /// The whole statement of the attribute this is about, if the path names one that is in
+    /// `body`; `None` for a problem with a block as a whole or with an attribute left to its
+    /// default.
+    pub fn attribute_statement(&self, body: &EvaluatedBody) -> Option<Span> {
+        let mut cur = body;
+        for step in &self.at {
+            match step {
+                ArgStep::Block { name, index } => cur = &cur.blocks_named(name).nth(*index)?.body,
+                ArgStep::Attr(name) => return cur.attribute(name).map(|a| a.span),
+                ArgStep::Value(_) => return None,
+            }
+        }
+        None
+    }
+
     /// Places each of `invalid` in `body` (see [`Invalid::locate`]).
     pub fn locate_all(
         invalid: &[Invalid],

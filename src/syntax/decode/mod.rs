@@ -95,23 +95,67 @@ pub fn from_body_at<T: DeserializeOwned>(
     body: &EvaluatedBody,
     block_span: impl Into<Option<Span>>,
 ) -> Result<T, Vec<Diagnostic>> {
-    decode_rounds(body, block_span.into(), Ctx::default())
+    let (value, errors, _) = decode_rounds(body, block_span.into(), Ctx::default());
+    match value {
+        Some(v) if errors.is_empty() => Ok(v),
+        _ => Err(errors),
+    }
 }
 
-/// Decodes a body some of whose attributes could not be evaluated (their errors are already
-/// reported): `unevaluated` holds the statement spans of those attributes, which must be in
-/// `body` with any value (null). They are skipped as if hidden after an error, so the rest of
-/// the body is still checked (unknown names, types) without reporting what follows from their
-/// absence (a required attribute missing). `Ok` only says that nothing else is wrong: the
-/// value lacks what could not be evaluated.
-pub fn from_body_partial<T: DeserializeOwned>(
+/// What [`from_body_lenient`] found.
+pub struct Lenient<T> {
+    /// The arguments decoded with every statement at fault left out (their defaults in their
+    /// place), if that much decodes.
+    pub value: Option<T>,
+    pub errors: Vec<Diagnostic>,
+    /// The statements (attributes and blocks) that were left out, so that a check of `value`
+    /// can tell which values are defaults standing in for what the user wrote.
+    pub skipped: Vec<Span>,
+}
+
+/// Decodes as much as possible, for `scraper check`: every error, and the value with the
+/// statements at fault left out. `unevaluated` holds the statement spans of attributes that
+/// could not be evaluated (their errors are already reported; they must be in `body`, with any
+/// value): they are left out from the start, so the rest of the body is still checked without
+/// reporting what follows from their absence (a required attribute missing).
+pub fn from_body_lenient<T: DeserializeOwned>(
     body: &EvaluatedBody,
     block_span: impl Into<Option<Span>>,
     unevaluated: &HashSet<Span>,
-) -> Result<T, Vec<Diagnostic>> {
+) -> Lenient<T> {
     let mut ctx = Ctx::default();
     hide_unevaluated(body, &mut Vec::new(), unevaluated, &mut ctx.hidden);
-    decode_rounds(body, block_span.into(), ctx)
+    let (value, errors, ctx) = decode_rounds(body, block_span.into(), ctx);
+    let mut skipped = Vec::new();
+    skipped_spans(body, &mut Vec::new(), &ctx.hidden, &mut skipped);
+    Lenient {
+        value,
+        errors,
+        skipped,
+    }
+}
+
+fn skipped_spans(
+    body: &EvaluatedBody,
+    path: &mut Vec<error::StmtId>,
+    hidden: &HashSet<error::StmtPath>,
+    out: &mut Vec<Span>,
+) {
+    for (i, a) in body.attributes.iter().enumerate() {
+        path.push(error::StmtId::Attr(i));
+        if hidden.contains(path) {
+            out.push(a.span);
+        }
+        path.pop();
+    }
+    for (i, b) in body.blocks.iter().enumerate() {
+        path.push(error::StmtId::Block(i));
+        if hidden.contains(path) {
+            out.push(b.span);
+        }
+        skipped_spans(&b.body, path, hidden, out);
+        path.pop();
+    }
 }
 
 fn hide_unevaluated(
@@ -134,11 +178,14 @@ fn hide_unevaluated(
     }
 }
 
+/// Decodes round after round, each hiding the statement that failed the previous one, until a
+/// round succeeds or nothing is left to hide: the value of the successful round, every error
+/// found, and the final state (what was hidden).
 fn decode_rounds<T: DeserializeOwned>(
     body: &EvaluatedBody,
     span: Option<Span>,
     mut ctx: Ctx,
-) -> Result<T, Vec<Diagnostic>> {
+) -> (Option<T>, Vec<Diagnostic>, Ctx) {
     let mut errors: Vec<Diagnostic> = Vec::new();
     // Each retry hides one more statement or zero-fills one more null, so this bounds the loop.
     let max_rounds = count_stmts(body) * 2 + 2;
@@ -158,10 +205,7 @@ fn decode_rounds<T: DeserializeOwned>(
         let located = match res {
             Ok(v) => {
                 ctx.keep_collected(&mut errors);
-                if errors.is_empty() {
-                    return Ok(v);
-                }
-                return Err(finish(errors));
+                return (Some(v), finish(errors), ctx);
             }
             Err(e) => e.located_at(span, &[]),
         };
@@ -212,7 +256,7 @@ fn decode_rounds<T: DeserializeOwned>(
         }
     }
     ctx.keep_collected(&mut errors);
-    Err(finish(errors))
+    (None, finish(errors), ctx)
 }
 
 /// Decodes a single value (an export, an object) with the same conversions. The error text is
