@@ -247,3 +247,45 @@ impl fmt::Display for Diagnostics {
 }
 
 impl std::error::Error for Diagnostics {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Offsets into the files of a directory map back to each file's own lines, an empty file
+    /// included, and a file's end (where `got EOF` errors are) stays in that file.
+    #[test]
+    fn positions_in_several_files() {
+        let source = Source::from_files(
+            "dir",
+            vec![
+                ("dir/a.alloy".into(), "a {\n  x = 1\n".into()),
+                ("dir/b.alloy".into(), String::new()),
+                ("dir/c.alloy".into(), "\nc \"x\" {}\n".into()),
+            ],
+        );
+        let a_len = "a {\n  x = 1\n".len();
+        let c = a_len + 2;
+        let cases: &[(usize, &str)] = &[
+            (0, "dir/a.alloy:1:1"),
+            (6, "dir/a.alloy:2:3"),
+            (a_len, "dir/a.alloy:3:1"),
+            (a_len + 1, "dir/b.alloy:1:1"),
+            (c, "dir/c.alloy:1:1"),
+            (c + 1, "dir/c.alloy:2:1"),
+            (c + 5, "dir/c.alloy:2:5"),
+        ];
+        for (offset, want) in cases {
+            assert_eq!(source.position(*offset), *want, "offset {offset}");
+        }
+        let files: Vec<(&str, std::ops::Range<usize>)> = source.files().collect();
+        assert_eq!(files[2], ("dir/c.alloy", c..source.text.len()));
+
+        let d = Diagnostic::error(Span::new(c + 1, c + 2), "boom").with_help("did you mean?");
+        assert_eq!(source.short(&d), "dir/c.alloy:2:1: boom (did you mean?)");
+        let rendered = source.render(&d);
+        assert!(rendered.contains("┌─ dir/c.alloy:2:1"), "{rendered}");
+        assert!(rendered.contains("2 │ c \"x\" {}"), "{rendered}");
+        assert!(rendered.contains("= help: did you mean?"), "{rendered}");
+    }
+}

@@ -112,11 +112,13 @@ impl Invalid {
                 ArgStep::Value(seg) => value_path.push(seg.clone()),
             }
         }
-        if let Some(e) = expr {
-            span = locate(e, &value_path).0.span;
+        // The innermost expression that produced the value at fault.
+        let node = expr.map(|e| locate(e, &value_path).0);
+        if let Some(n) = node {
+            span = n.span;
         }
         let d = Diagnostic::error(span, self.message.clone());
-        let unset = expr.map(unset_env_vars).unwrap_or_default();
+        let unset = node.map(unset_env_vars).unwrap_or_default();
         if unset.is_empty() {
             return d;
         }
@@ -179,4 +181,87 @@ fn unset_env_vars(expr: &Expr) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     walk(expr, &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::diag::Source;
+    use crate::syntax::eval::{Scope, eval_body};
+    use crate::syntax::parser::parse_file;
+
+    #[test]
+    fn placed_at_the_statement_named() {
+        let src = r#"endpoint {
+  url     = "a"
+  headers = { "X-A" = "1", "X-B" = sys.env("SCRAPER_TEST_SURELY_UNSET") }
+}
+endpoint {
+  url = sys.env("SCRAPER_TEST_SURELY_UNSET") + sys.env("PATH")
+}
+"#;
+        let (file, diags) = parse_file(src);
+        assert!(diags.is_empty(), "{diags:?}");
+        let body = eval_body(&file.body, &Scope::stdlib()).expect("eval");
+        let source = Source::new("t", src);
+        let block = Span::new(0, 8);
+        let cases: &[(Invalid, &str, Option<&str>)] = &[
+            (Invalid::new("m"), "t:1:1: m", None),
+            (
+                Invalid::new("m").block("endpoint", 0).attr("url"),
+                "t:2:13: m",
+                None,
+            ),
+            (
+                Invalid::new("m")
+                    .block("endpoint", 0)
+                    .attr("headers")
+                    .key("X-A"),
+                "t:3:23: m",
+                None,
+            ),
+            (
+                Invalid::new("m")
+                    .block("endpoint", 0)
+                    .attr("headers")
+                    .key("X-B"),
+                "t:3:36: m",
+                Some("environment variable \"SCRAPER_TEST_SURELY_UNSET\" is not set or empty"),
+            ),
+            // A value left to its default: the block that would hold it.
+            (
+                Invalid::new("m").block("endpoint", 1).attr("headers"),
+                "t:5:1: m",
+                None,
+            ),
+            // A block that is not there: the innermost one that is.
+            (
+                Invalid::new("m").block("endpoint", 2).attr("url"),
+                "t:1:1: m",
+                None,
+            ),
+            (
+                Invalid::new("m").block("endpoint", 1).attr("url"),
+                "t:6:9: m",
+                Some("environment variable \"SCRAPER_TEST_SURELY_UNSET\" is not set or empty"),
+            ),
+        ];
+        for (invalid, want, help) in cases {
+            let d = invalid.locate(&body, block);
+            let got = source.short(&Diagnostic {
+                help: None,
+                ..d.clone()
+            });
+            assert_eq!(got, *want, "{invalid:?}");
+            assert_eq!(d.help.as_deref(), *help, "{invalid:?}");
+        }
+        assert_eq!(
+            Invalid::new("m")
+                .block("endpoint", 0)
+                .attr("url")
+                .attribute_statement(&body),
+            Some(Span::new(13, 26))
+        );
+        assert_eq!(Invalid::new("m").attribute_statement(&body), None);
+    }
 }
