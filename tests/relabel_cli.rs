@@ -167,3 +167,104 @@ fn rule_errors_point_at_the_rule_block() {
     let err = text(&out.stderr);
     assert!(err.contains(&want), "{err}");
 }
+
+/// `--trace` shows the rules that did nothing because a source label is missing, with a hint
+/// for the labels only `attach_metadata` adds, and only the labels each rule changed.
+#[test]
+fn trace_shows_rules_that_miss_a_source_label() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("missing.alloy");
+    let config = r#"discovery.relabel "x" {
+  targets = []
+
+  rule {
+    source_labels = ["__meta_kubernetes_node_name"]
+    target_label  = "node"
+  }
+
+  rule {
+    source_labels = ["__meta_kubernetes_namespace_label_team"]
+    target_label  = "team"
+  }
+
+  rule {
+    source_labels = ["app", "version"]
+    separator     = "@"
+    target_label  = "release"
+  }
+
+  rule {
+    source_labels = ["__meta_kubernetes_pod_name"]
+    target_label  = "pod"
+  }
+}
+"#;
+    std::fs::write(&path, config).expect("write config");
+    let p = path.display().to_string();
+    let targets = br#"[
+  {"__meta_kubernetes_pod_name": "web-1", "__meta_kubernetes_pod_node_name": "node-a", "app": "web"},
+  {"__meta_kubernetes_pod_name": "web-2", "__meta_kubernetes_node_name": "node-b",
+   "__meta_kubernetes_namespace_label_team": "blue", "app": "web", "version": "2"}
+]"#;
+    let out = scraper(
+        &[
+            "relabel",
+            "--config",
+            &p,
+            "--component",
+            "discovery.relabel.x",
+            "--targets",
+            "-",
+            "--trace",
+        ],
+        Some(targets),
+    );
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let (first, second) = err.split_once("target[1]").expect("two targets");
+    let cases: &[(&str, &str, bool)] = &[
+        // (trace of the target, line, present)
+        (
+            first,
+            "target[0]\n    __meta_kubernetes_pod_name=\"web-1\"\n",
+            true,
+        ),
+        (
+            first,
+            &format!(
+                "  rule[0] {p}:4 replace: did nothing, source label __meta_kubernetes_node_name is missing\n    hint: __meta_kubernetes_node_* labels are only on targets of a discovery.kubernetes block with attach_metadata {{ node = true }} (pod targets always have __meta_kubernetes_pod_node_name, here \"node-a\")\n"
+            ),
+            true,
+        ),
+        (
+            first,
+            &format!(
+                "  rule[1] {p}:9 replace: did nothing, source label __meta_kubernetes_namespace_label_team is missing\n    hint: __meta_kubernetes_namespace_* labels are only on targets of a discovery.kubernetes block with attach_metadata {{ namespace = true }}\n"
+            ),
+            true,
+        ),
+        // A rule that ran with a label missing says so; other labels than Kubernetes' get no
+        // hint.
+        (
+            first,
+            &format!(
+                "  rule[2] {p}:14 replace\n    + release=\"web@\"\n    note: source label version is missing, taken as \"\"\n  rule[3] {p}:20 replace\n    + pod=\"web-1\"\n  => output[0]\n"
+            ),
+            true,
+        ),
+        // With the labels there, every rule acts and shows only what it changed.
+        (second, "did nothing", false),
+        (second, "hint:", false),
+        (second, "note:", false),
+        (
+            second,
+            &format!(
+                "  rule[0] {p}:4 replace\n    + node=\"node-b\"\n  rule[1] {p}:9 replace\n    + team=\"blue\"\n  rule[2] {p}:14 replace\n    + release=\"web@2\"\n"
+            ),
+            true,
+        ),
+    ];
+    for (trace, line, present) in cases {
+        assert_eq!(trace.contains(line), *present, "{line:?} in\n{trace}");
+    }
+}

@@ -125,6 +125,32 @@ fn load_errors() {
             ],
         ),
         (
+            "a bad reference does not hide the block's other errors",
+            "test.pass \"a\" {\n  input = test.pass.zzz.output\n  bogus = 1\n}\n",
+            &[
+                "component \"test.pass.zzz.output\" does not exist or is out of scope",
+                "unrecognized attribute name \"bogus\"",
+            ],
+        ),
+        (
+            "an unevaluable attribute is not also reported missing",
+            "test.pass \"a\" {\n  input = test.pass.b.nothing\n}\ntest.pass \"b\" {\n  input = \"x\"\n  inptu = 2\n}\n",
+            &[
+                "field \"nothing\" does not exist",
+                "unrecognized attribute name \"inptu\"",
+            ],
+        ),
+        (
+            "the component's own validation",
+            "test.pass \"a\" {\n  input = \"invalid\"\n}\n",
+            &["input \"invalid\" is refused"],
+        ),
+        (
+            "ignored config blocks only warn",
+            "livedebugging {\n  enabled = true\n}\ntracing {\n}\n",
+            &[],
+        ),
+        (
             "evaluation errors",
             "test.pass \"a\" {\n  input = test.pass.b.missing_field\n}\ntest.pass \"b\" {\n  input = \"x\"\n}\n",
             &["field \"missing_field\" does not exist"],
@@ -161,4 +187,162 @@ async fn a_cyclic_file_is_not_applied() {
     );
     assert!(c.components().await.is_empty());
     assert!(!c.is_ready());
+}
+
+/// Hints and positions of the names that are likely typos: (file, expected short forms).
+#[test]
+fn misspelt_names_get_a_suggestion() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "test.pas \"a\" {\n  input = \"x\"\n}\n",
+            &[
+                "t.alloy:1:1: cannot find the definition of component name \"test.pas\" (supported components: test.pass, test.secret) (did you mean \"test.pass\"?)",
+            ],
+        ),
+        (
+            "logign {\n}\n",
+            &[
+                "t.alloy:1:1: cannot find the definition of component name \"logign\" (supported components: test.pass, test.secret) (did you mean \"logging\"?)",
+            ],
+        ),
+        (
+            "test.pass \"a\" {\n  inptu = \"x\"\n}\n",
+            &[
+                "t.alloy:1:1: missing required attribute \"input\"",
+                "t.alloy:2:3: unrecognized attribute name \"inptu\" (did you mean \"input\"?)",
+            ],
+        ),
+        (
+            "test.pass \"a\" {\n  input = \"x\"\n}\ntest.pass \"b\" {\n  input = test.pas.a.output\n}\n",
+            &[
+                "t.alloy:5:11: component \"test.pas.a.output\" does not exist or is out of scope (did you mean \"test.pass.a\"?)",
+            ],
+        ),
+        (
+            "test.pass \"a\" {\n  input = \"x\"\n}\ntest.pass \"b\" {\n  input = test.pass.a.ouptut\n}\n",
+            &["t.alloy:5:23: field \"ouptut\" does not exist (did you mean \"output\"?)"],
+        ),
+        (
+            "test.pass \"a\" {\n  input = sys.evn(\"X\")\n}\n",
+            &["t.alloy:2:15: field \"evn\" does not exist (did you mean \"env\"?)"],
+        ),
+    ];
+    let registry = registry();
+    for (src, want) in cases {
+        let source = scraper::syntax::diag::Source::new("t.alloy", *src);
+        let got: Vec<String> = check(&registry, "t.alloy", src)
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| source.short(d))
+            .collect();
+        assert_eq!(got, *want, "{src}");
+    }
+}
+
+/// `run` goes through the same analysis as `check`: a component's validation error stops the
+/// load with its position; ignored config blocks do not; a failed build points at its block.
+#[tokio::test]
+async fn run_reports_errors_with_positions_like_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = controller(dir.path());
+
+    let err = c
+        .apply_source("v.alloy", "test.pass \"a\" {\n  input = \"invalid\"\n}\n")
+        .await
+        .expect_err("refused by validation");
+    assert!(matches!(err, LoadError::Invalid(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "v.alloy:2:11: input \"invalid\" is refused"
+    );
+    assert!(err.render().contains("^^^^^^^^^"), "{}", err.render());
+
+    let err = c
+        .apply_source(
+            "b.alloy",
+            "test.pass \"a\" {\n  input = \"fail-build\"\n}\n",
+        )
+        .await
+        .expect_err("fails to build");
+    assert_eq!(
+        err.to_string(),
+        "config applied, but some components failed:\ntest.pass.a: b.alloy:1:1: building component: refused to build"
+    );
+    let rendered = err.render();
+    assert!(
+        rendered.contains("b.alloy:1:1: building component: refused to build")
+            && rendered.contains("test.pass \"a\" {"),
+        "{rendered}"
+    );
+
+    let with_ignored =
+        "livedebugging {\n  enabled = true\n}\ntest.pass \"a\" {\n  input = \"x\"\n}\n";
+    c.apply_source("l.alloy", with_ignored)
+        .await
+        .expect("livedebugging only warns");
+    assert_eq!(pass(&c, "test.pass.a").await.last_input(), "x");
+}
+
+/// A directory is one config: its `*.alloy` files in name order, references across files,
+/// errors naming the file they are in; for `run` (load_file) and `check` alike.
+#[tokio::test]
+async fn a_directory_is_one_config() {
+    let storage = tempfile::tempdir().expect("tempdir");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write =
+        |name: &str, text: &str| std::fs::write(dir.path().join(name), text).expect("write");
+    write(
+        "b.alloy",
+        "test.pass \"b\" {\n  input = test.pass.a.output\n}\n",
+    );
+    write("a.alloy", "test.pass \"a\" {\n  input = \"from a\"\n}\n");
+    write("notes.txt", "not a config {");
+    let c = controller(storage.path());
+    c.load_file(dir.path()).await.expect("load the directory");
+    c.wait_idle().await;
+    assert_eq!(pass(&c, "test.pass.b").await.last_input(), "from a");
+
+    let registry = registry();
+    let d = dir.path().display();
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "c.alloy",
+            "\ntest.pass \"a\" {\n  input = \"again\"\n}\n",
+            "{d}/c.alloy:2:1: block test.pass.a already declared at {d}/a.alloy:1:1",
+        ),
+        (
+            "c.alloy",
+            "test.pass \"c\" {\n  input = \"invalid\"\n}\n",
+            "{d}/c.alloy:2:11: input \"invalid\" is refused",
+        ),
+        // An error at the end of one file is reported in that file, not the next.
+        (
+            "a2.alloy",
+            "test.pass \"x\" {\n  input = \"x\"\n",
+            "{d}/a2.alloy:3:1: expected }, got EOF",
+        ),
+    ];
+    for (name, text, want) in cases {
+        write(name, text);
+        let source = scraper::runtime::source::read_config(dir.path()).expect("read");
+        let got: Vec<String> = scraper::runtime::check_source(&registry, &source)
+            .iter()
+            .filter(|x| x.is_error())
+            .map(|x| source.short(x))
+            .collect();
+        assert_eq!(got, [want.replace("{d}", &d.to_string())], "{name}");
+        let err = c.load_file(dir.path()).await.expect_err("refused");
+        assert_eq!(err.to_string(), want.replace("{d}", &d.to_string()));
+        std::fs::remove_file(dir.path().join(name)).expect("remove");
+    }
+
+    let empty = tempfile::tempdir().expect("tempdir");
+    let err = c
+        .load_file(empty.path())
+        .await
+        .expect_err("empty directory");
+    assert!(
+        err.to_string().contains("no .alloy files in directory"),
+        "{err}"
+    );
 }

@@ -174,7 +174,7 @@ async fn failed_build_is_retried_when_inputs_change() {
         .await
         .expect_err("a fails");
     assert!(
-        matches!(&err, LoadError::Components(f) if f.len() == 1 && f[0].starts_with("test.pass.a: ")),
+        matches!(&err, LoadError::Components(f) if f.len() == 1 && f[0].to_string().starts_with("test.pass.a: ")),
         "{err:?}"
     );
     assert!(c.is_ready(), "the file itself was valid and is running");

@@ -326,12 +326,10 @@ async fn local_config_prints_our_own_cpu_profile() {
 }
 
 /// The seed config passes `scraper check` unchanged (it runs end to end in
-/// tests/seed_pipeline.rs).
+/// tests/seed_pipeline.rs), in an environment that sets the variables it reads, as a
+/// deployment does (tests/runtime_cli.rs checks the message when `PYROSCOPE_URL` is unset).
 #[test]
 fn seed_config_is_accepted() {
-    use scraper::runtime::check;
-
-    let registry = scraper::components::builtin();
     let path = scrape_support::repo().join("config/seed-otel-collector.alloy");
     let src = std::fs::read_to_string(&path).expect("seed config");
     let corpus =
@@ -339,9 +337,17 @@ fn seed_config_is_accepted() {
     if let Ok(original) = std::fs::read_to_string(corpus) {
         assert_eq!(src, original, "config/ copy differs from the corpus file");
     }
-    let errors: Vec<_> = check(&registry, "seed-otel-collector.alloy", &src)
-        .into_iter()
-        .filter(|d| d.is_error())
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scraper"))
+        .arg("check")
+        .arg(&path)
+        .env("PYROSCOPE_URL", "http://pyroscope:4040")
+        .env("PYROSCOPE_USERNAME", "user")
+        .env("PYROSCOPE_PASSWORD", "secret")
+        .output()
+        .expect("run scraper check");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

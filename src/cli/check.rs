@@ -1,45 +1,42 @@
-//! `scraper check FILE...`: every error of every file, each with its position and a caret.
+//! `scraper check PATH...`: every error of every config, each with its position and a caret. A
+//! path is a file or a directory, whose `*.alloy` files are one config, as in `scraper run`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::components;
 use crate::runtime;
-use crate::syntax::diag::Source;
+use crate::runtime::source::read_config;
 
-pub(super) fn check(files: &[PathBuf]) -> ExitCode {
+pub(super) fn check(paths: &[PathBuf]) -> ExitCode {
     let registry = components::builtin();
     let mut errors = 0;
-    let mut failed_files = 0;
-    for path in files {
-        let name = path.display().to_string();
-        let src = match std::fs::read(path) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+    let mut failed = 0;
+    for path in paths {
+        let source = match read_config(path) {
+            Ok(source) => source,
             Err(e) => {
-                eprintln!("Error: reading {name}: {e}");
+                eprintln!("Error: reading {}: {e}", path.display());
                 errors += 1;
-                failed_files += 1;
+                failed += 1;
                 continue;
             }
         };
-        let diags = runtime::check(&registry, &name, &src);
-        let source = Source::new(name, src);
-        for d in &diags {
-            eprint!("{}", source.render(d));
-        }
+        let diags = runtime::check_source(&registry, &source);
+        eprint!("{}", source.render_all(&diags));
         let n = diags.iter().filter(|d| d.is_error()).count();
         if n > 0 {
             errors += n;
-            failed_files += 1;
+            failed += 1;
         }
     }
     if errors == 0 {
         return ExitCode::SUCCESS;
     }
     eprintln!(
-        "Error: {errors} {} in {failed_files} {}",
+        "Error: {errors} {} in {failed} {}",
         plural(errors, "error", "errors"),
-        plural(failed_files, "file", "files")
+        plural(failed, "config", "configs")
     );
     ExitCode::FAILURE
 }

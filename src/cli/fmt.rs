@@ -1,7 +1,8 @@
-//! `scraper fmt [-w] FILE...`: prints (or rewrites) files in Alloy's canonical format.
+//! `scraper fmt [-w] FILE...`: prints (or rewrites) files in Alloy's canonical format. `-` is
+//! standard input, formatted to standard output, as `alloy fmt -` does.
 
-use std::io::Write as _;
-use std::path::PathBuf;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::syntax::diag::{Diagnostic, Source};
@@ -9,10 +10,21 @@ use crate::syntax::parser::parse_file;
 use crate::syntax::printer::format_file;
 
 pub(super) fn fmt(files: &[PathBuf], write: bool) -> ExitCode {
+    let stdin = Path::new("-");
+    if write && files.iter().any(|f| f == stdin) {
+        eprintln!("Error: cannot use -w with standard input");
+        return ExitCode::FAILURE;
+    }
     let mut ok = true;
     for path in files {
-        let name = path.display().to_string();
-        let src = match std::fs::read_to_string(path) {
+        let (name, read) = if path == stdin {
+            let mut s = String::new();
+            let read = std::io::stdin().read_to_string(&mut s).map(|_| s);
+            ("<stdin>".to_string(), read)
+        } else {
+            (path.display().to_string(), std::fs::read_to_string(path))
+        };
+        let src = match read {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("Error: reading {name}: {e}");

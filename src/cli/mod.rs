@@ -35,17 +35,19 @@ pub struct Cli {
 enum Command {
     /// Run the components described by a config file.
     Run(RunArgs),
-    /// Report every error in config files, without running anything.
+    /// Report every error in configs, without running anything. A path is a config file or a
+    /// directory, whose *.alloy files are one config.
     Check {
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(required = true, value_name = "PATH")]
         files: Vec<PathBuf>,
     },
-    /// Format config files in the canonical Alloy style.
+    /// Format config files in the canonical Alloy style ("-", or no file: standard input to
+    /// standard output).
     Fmt {
         /// Rewrite the files in place instead of printing them.
         #[arg(short = 'w', long = "write")]
         write: bool,
-        #[arg(required = true, value_name = "FILE")]
+        #[arg(value_name = "FILE", default_value = "-")]
         files: Vec<PathBuf>,
     },
     /// Merge the profiles of a time range (local store or a Pyroscope backend) into one pprof.
@@ -71,8 +73,8 @@ enum Command {
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// The config file.
-    #[arg(value_name = "FILE")]
+    /// The config file, or a directory whose *.alloy files are one config.
+    #[arg(value_name = "PATH")]
     file: PathBuf,
     /// Address the HTTP server listens on (port 0 picks a free port; the log says which).
     #[arg(long = "server.http.listen-addr", default_value = DEFAULT_LISTEN_ADDR)]

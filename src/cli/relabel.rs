@@ -9,8 +9,11 @@
 //!   of the text with every other byte at the same offset, so that positions stay exact and a
 //!   reference to an unsupported discovery component does not hide the rules from the check.
 //! * The kept targets are printed on standard output as a JSON array of objects (keys sorted).
-//! * `--trace` prints on standard error, for every input target, each rule that changed or
-//!   dropped it: index, `file:line` of the `rule` block, action and the label diff.
+//! * `--trace` prints on standard error, for every input target, its labels one per line, then
+//!   each rule that changed or dropped it: index, `file:line` of the `rule` block, action and
+//!   only the labels it added, changed or removed. A rule that did nothing because a source
+//!   label is missing is shown too, as that is the usual reason a rule "does not work", with a
+//!   hint when the label comes from `discovery.kubernetes`' `attach_metadata`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -143,16 +146,14 @@ pub(super) fn relabel(args: RelabelArgs) -> anyhow::Result<ExitCode> {
             }
             continue;
         }
-        let _ = writeln!(trace, "target[{i}] {labels}");
+        let _ = writeln!(trace, "target[{i}]");
+        for (label, value) in labels.iter() {
+            let _ = writeln!(trace, "    {label}={}", go_quote(value));
+        }
+        let input = labels.clone();
         let (keep, steps) = relabeler.process_traced(&mut labels);
-        if steps.is_empty() {
-            trace.push_str("  no rule changed it\n");
-        }
-        for step in &steps {
-            let rule = rules.rule[step.rule_index].config();
-            let line = rule_lines.get(step.rule_index).copied().unwrap_or(0);
-            write_step(&mut trace, step, &name, line, rule);
-        }
+        let configs: Vec<&RuleConfig> = rules.rule.iter().map(|r| r.config()).collect();
+        write_steps(&mut trace, &input, &steps, &configs, &name, &rule_lines);
         if keep {
             let _ = writeln!(trace, "  => output[{}]", kept.len());
             kept.push(labels);
@@ -244,6 +245,105 @@ fn read_targets(path: &str) -> anyhow::Result<Vec<BTreeMap<String, String>>> {
     serde_json::from_str(&text).with_context(|| {
         format!("{name}: expected a JSON array of targets, each an object of string labels")
     })
+}
+
+/// What each rule did to one target, in rule order: the steps that changed or dropped it, and
+/// the rules that did nothing because a source label was missing. A rule that ran with a
+/// missing source label (taken as empty) says so, with hints.
+fn write_steps(
+    out: &mut String,
+    input: &LabelSet,
+    steps: &[TraceStep],
+    rules: &[&RuleConfig],
+    file: &str,
+    rule_lines: &[usize],
+) {
+    let line = |i: usize| rule_lines.get(i).copied().unwrap_or(0);
+    let mut current = input.clone();
+    let mut changed = false;
+    let mut next_step = steps.iter().peekable();
+    for (i, rule) in rules.iter().enumerate() {
+        let missing: Vec<&str> = rule
+            .source_labels
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .filter(|n| current.get(n).is_none_or(str::is_empty))
+            .collect();
+        let (noun, verb) = if missing.len() == 1 {
+            ("label", "is")
+        } else {
+            ("labels", "are")
+        };
+        let step = next_step.next_if(|s| s.rule_index == i);
+        match step {
+            Some(step) => {
+                write_step(out, step, file, line(i), rule);
+                changed = true;
+                if !missing.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "    note: source {noun} {} {verb} missing, taken as \"\"",
+                        missing.join(", ")
+                    );
+                }
+            }
+            None if missing.is_empty() => continue,
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  rule[{i}] {file}:{} {}: did nothing, source {noun} {} {verb} missing",
+                    line(i),
+                    rule.action,
+                    missing.join(", ")
+                );
+            }
+        }
+        for hint in missing_label_hints(&missing, &current) {
+            let _ = writeln!(out, "    hint: {hint}");
+        }
+        match step.map(|s| &s.after) {
+            Some(Some(after)) => current = after.clone(),
+            // Dropped: no later rule ran.
+            Some(None) => return,
+            None => {}
+        }
+    }
+    if !changed {
+        out.push_str("  no rule changed it\n");
+    }
+}
+
+/// Why a `__meta_kubernetes_*` label can be missing: node and namespace metadata are only
+/// added to pod and endpoint targets on request (`attach_metadata`).
+fn missing_label_hints(missing: &[&str], labels: &LabelSet) -> Vec<String> {
+    let mut hints = Vec::new();
+    if missing
+        .iter()
+        .any(|n| n.starts_with("__meta_kubernetes_node_"))
+    {
+        let mut hint = "__meta_kubernetes_node_* labels are only on targets of a \
+                        discovery.kubernetes block with attach_metadata { node = true }"
+            .to_string();
+        if let Some(node) = labels.get("__meta_kubernetes_pod_node_name") {
+            hint.push_str(&format!(
+                " (pod targets always have __meta_kubernetes_pod_node_name, here {})",
+                go_quote(node)
+            ));
+        }
+        hints.push(hint);
+    }
+    if missing
+        .iter()
+        .any(|n| n.starts_with("__meta_kubernetes_namespace_"))
+    {
+        hints.push(
+            "__meta_kubernetes_namespace_* labels are only on targets of a discovery.kubernetes \
+             block with attach_metadata { namespace = true }"
+                .to_string(),
+        );
+    }
+    hints
 }
 
 /// One rule's effect: `rule[i] file:line action` and the labels it added, changed or removed,

@@ -1,4 +1,5 @@
-//! The `queue_config` and `limits` blocks (ours) that every sending component accepts.
+//! The `queue_config` and `limits` blocks (ours) that every sending component accepts, and
+//! the checks of an endpoint's URL and headers that its `validate` makes.
 
 use serde::Deserialize;
 
@@ -81,6 +82,74 @@ impl Default for LimitsConfig {
             max_profile_size_bytes: d.max_profile_bytes as u64,
             max_profile_samples: d.max_samples as u64,
             max_burst_bytes: d.max_burst_bytes as u64,
+        }
+    }
+}
+
+/// The URL pushes go to: `base` (as written in the config) with `path` appended. Refused
+/// unless it is an absolute http or https URL with a host: anything else could never be sent
+/// to, and is better reported where it was written than on every push.
+pub fn push_url(base: &str, path: &str) -> Result<reqwest::Url, String> {
+    if base.trim().is_empty() {
+        return Err("endpoint url is empty".to_string());
+    }
+    // The base on its own first: with the path appended, "http://" would read as host "p".
+    let url =
+        reqwest::Url::parse(base).map_err(|e| format!("endpoint url {base:?} is invalid: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "endpoint url {base:?} must start with http:// or https://"
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("endpoint url {base:?} has no host"));
+    }
+    let full = format!("{}{path}", base.trim_end_matches('/'));
+    reqwest::Url::parse(&full).map_err(|e| format!("endpoint url {base:?} is invalid: {e}"))
+}
+
+/// Each header of an endpoint's `headers` that cannot be sent, with why.
+pub fn header_problems(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Vec<(&str, String)> {
+    headers
+        .iter()
+        .filter_map(|(name, value)| {
+            let one = std::collections::BTreeMap::from([(name.clone(), value.clone())]);
+            super::sensitive_headers(&one)
+                .err()
+                .map(|e| (name.as_str(), e))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_urls() {
+        let cases: &[(&str, Result<&str, &str>)] = &[
+            ("http://pyroscope:4040", Ok("http://pyroscope:4040/p")),
+            ("https://x.example/base/", Ok("https://x.example/base/p")),
+            ("", Err("endpoint url is empty")),
+            ("  ", Err("endpoint url is empty")),
+            (
+                "<URL>",
+                Err("endpoint url \"<URL>\" is invalid: relative URL without a base"),
+            ),
+            (
+                "pyroscope:4040",
+                Err("endpoint url \"pyroscope:4040\" must start with http:// or https://"),
+            ),
+            (
+                "http://",
+                Err("endpoint url \"http://\" is invalid: empty host"),
+            ),
+        ];
+        for (base, want) in cases {
+            let got = push_url(base, "/p").map(|u| u.to_string());
+            assert_eq!(got.as_deref().map_err(String::as_str), *want, "{base:?}");
         }
     }
 }

@@ -36,7 +36,7 @@ use std::time::{Instant, SystemTime};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-pub use self::config::{LimitsConfig, QueueConfig};
+pub use self::config::{LimitsConfig, QueueConfig, header_problems, push_url};
 use self::endpoint::{Endpoint, Senders};
 pub use self::endpoint::{Protocol, Settings};
 use self::events::{Drop, DropsSummarized, InvalidLabels};

@@ -2,6 +2,8 @@
 //! components, the graph, and whether every block evaluates and decodes. `scraper check` reports
 //! the result; a reload applies a file only if this finds no error.
 
+use std::collections::HashSet;
+
 use super::component::ArgsError;
 use super::graph::{self, Graph, GraphNode, Resolver};
 use super::loader::{self, ComponentDecl, Loaded};
@@ -9,7 +11,7 @@ use super::logging::{self, LoggingConfig};
 use super::registry::Registry;
 use crate::syntax::ast::{File, Span};
 use crate::syntax::diag::{Diagnostic, Source};
-use crate::syntax::eval::{self, Scope};
+use crate::syntax::eval::{self, Scope, Unevaluated};
 use crate::syntax::value::Value;
 
 pub(crate) struct Analysis<'a> {
@@ -54,28 +56,30 @@ pub(crate) fn analyze<'a>(
 
     let mut logging = LoggingConfig::default();
     if let Some(block) = loaded.logging {
-        let (refs, incomplete) = resolver.references(&block.body, &mut diags);
+        let (refs, unresolved) = resolver.references(&block.body, &mut diags);
         if !refs.is_empty() {
             diags.push(Diagnostic::error(
                 block.header_span(),
                 "the logging block cannot reference components",
             ));
-        }
-        if refs.is_empty() && !incomplete {
+        } else {
             diags.extend(eval::deprecation_warnings(&block.body, base));
-            match eval::eval_body(&block.body, base)
-                .and_then(|body| logging::decode_logging(block, &body))
-            {
-                Ok(config) => logging = config,
-                Err(errs) => diags.extend(errs),
+            let (body, unevaluated) = eval::eval_body_partial(&block.body, base);
+            let failed = report_unevaluated(unevaluated, &unresolved, &mut diags);
+            if failed.is_empty() {
+                match logging::decode_logging(block, &body) {
+                    Ok(config) => logging = config,
+                    Err(errs) => diags.extend(errs),
+                }
+            } else {
+                diags.extend(logging::check_partial(block, &body, &failed));
             }
         }
     }
 
+    // Every block is evaluated and decoded, even one with a bad reference: the attributes
+    // that cannot be evaluated are left out, so the rest of its errors come out in the same run.
     for (i, decl) in loaded.components.iter().enumerate() {
-        if graph.unresolved[i] {
-            continue;
-        }
         let scope = scope_for(
             base,
             graph.deps[i].iter().map(|&j| {
@@ -84,13 +88,11 @@ pub(crate) fn analyze<'a>(
             }),
         );
         diags.extend(eval::deprecation_warnings(&decl.block.body, &scope));
-        match eval::eval_body(&decl.block.body, &scope) {
-            Ok(body) => {
-                if let Err(e) = decl.registration.validate(&body, decl.block.header_span()) {
-                    diags.extend(args_diagnostics(e, decl.block.header_span()));
-                }
-            }
-            Err(errs) => diags.extend(errs),
+        let (body, unevaluated) = eval::eval_body_partial(&decl.block.body, &scope);
+        let failed = report_unevaluated(unevaluated, &graph.unresolved[i], &mut diags);
+        let header = decl.block.header_span();
+        if let Err(e) = decl.registration.validate(&body, header, &failed) {
+            diags.extend(args_diagnostics(e, header));
         }
     }
 
@@ -116,6 +118,27 @@ pub(crate) fn scope_for<'p>(
         scope.insert_path(&parts, exports);
     }
     scope
+}
+
+/// Reports the attributes that could not be evaluated, except those whose failure is a
+/// reference already reported as unresolvable (`unresolved`: where those references are), and
+/// returns the statement spans of all of them, for decoding to skip.
+fn report_unevaluated(
+    unevaluated: Vec<Unevaluated>,
+    unresolved: &[Span],
+    diags: &mut Vec<Diagnostic>,
+) -> HashSet<Span> {
+    let mut failed = HashSet::with_capacity(unevaluated.len());
+    for u in unevaluated {
+        let explained = unresolved
+            .iter()
+            .any(|r| r.start >= u.span.start && r.end <= u.span.end);
+        if !explained {
+            diags.push(u.error);
+        }
+        failed.insert(u.span);
+    }
+    failed
 }
 
 /// Turns an arguments error into diagnostics: decode errors carry their own positions, the rest

@@ -7,6 +7,7 @@
 //! which the blanket impl below derives from the typed trait.
 
 use std::any::Any;
+use std::collections::HashSet;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -23,7 +24,7 @@ use super::metrics::MetricsRegistry;
 use super::services::Services;
 use crate::sync::lock;
 use crate::syntax::ast::Span;
-use crate::syntax::decode;
+use crate::syntax::decode::{self, Invalid};
 use crate::syntax::diag::Diagnostic;
 use crate::syntax::eval::EvaluatedBody;
 use crate::syntax::value::Value;
@@ -47,6 +48,17 @@ pub trait Component: Send + Sync + Sized + 'static {
     /// that `discovery.x.y.targets` evaluates instead of failing on a missing field.
     fn initial_exports() -> Value {
         Value::Object(Default::default())
+    }
+
+    /// Checks the decoded arguments further than their types can: values that parse but
+    /// cannot work (an empty or malformed endpoint URL), settings that exclude each other.
+    /// No side effects (no files, network or ports): `scraper check` calls it, and every build
+    /// and update runs it first, so that what `check` accepts is what `run` accepts, and the
+    /// errors point at the attribute or block at fault. Problems only running can find (a port
+    /// in use, a missing capability) stay in `build`.
+    fn validate(args: &Self::Arguments) -> Vec<Invalid> {
+        let _ = args;
+        Vec::new()
     }
 
     /// Constructs the component. May publish real exports right away through `opts.exports`
@@ -266,11 +278,58 @@ impl<C: Component> ErasedComponent for C {
     }
 }
 
+/// Decodes and validates a block's arguments: what `check`, `build` and `update` all go
+/// through.
 pub(crate) fn decode_args<C: Component>(
     body: &EvaluatedBody,
     block_span: Span,
 ) -> Result<C::Arguments, ArgsError> {
-    decode::from_body_at::<C::Arguments>(body, block_span).map_err(ArgsError::Decode)
+    let args = decode::from_body_at::<C::Arguments>(body, block_span).map_err(ArgsError::Decode)?;
+    let invalid = C::validate(&args);
+    if invalid.is_empty() {
+        Ok(args)
+    } else {
+        Err(ArgsError::Decode(Invalid::locate_all(
+            &invalid, body, block_span,
+        )))
+    }
+}
+
+/// [`decode_args`] for `scraper check`, reporting every error of the block at once: the
+/// arguments are decoded with the statements at fault left out, and validated as far as that
+/// is meaningful. `unevaluated`: statement spans of attributes that could not be evaluated
+/// (their errors are already reported).
+///
+/// When something was left out, its default stands in for it, and a complaint about the
+/// default would be about something the user did not write: then only validation errors about
+/// attributes that were decoded as written are kept (not those about a block as a whole).
+pub(crate) fn check_args<C: Component>(
+    body: &EvaluatedBody,
+    block_span: Span,
+    unevaluated: &HashSet<Span>,
+) -> Result<(), ArgsError> {
+    let decoded = decode::from_body_lenient::<C::Arguments>(body, block_span, unevaluated);
+    let mut diags = decoded.errors;
+    if let Some(args) = decoded.value {
+        let complete = diags.is_empty() && decoded.skipped.is_empty();
+        for invalid in C::validate(&args) {
+            let written_as_decoded = invalid.attribute_statement(body).is_some_and(|stmt| {
+                !decoded
+                    .skipped
+                    .iter()
+                    .any(|s| s.start <= stmt.start && stmt.end <= s.end)
+            });
+            if complete || written_as_decoded {
+                diags.push(invalid.locate(body, block_span));
+            }
+        }
+    }
+    if diags.is_empty() {
+        Ok(())
+    } else {
+        diags.sort_by_key(|d| d.span.map_or(u32::MAX, |s| s.start));
+        Err(ArgsError::Decode(diags))
+    }
 }
 
 pub(crate) fn build_erased<C: Component>(

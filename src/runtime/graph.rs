@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 
 use crate::syntax::ast::{Body, Span};
 use crate::syntax::diag::Diagnostic;
+use crate::syntax::suggest;
 
 /// A block taking part in the graph.
 #[derive(Clone, Copy, Debug)]
@@ -22,9 +23,9 @@ pub(crate) struct Graph {
     pub deps: Vec<BTreeSet<usize>>,
     /// Dependencies first; ties keep file order. Only meaningful when there are no cycles.
     pub order: Vec<usize>,
-    /// `unresolved[i]`: node `i` has a reference that resolves to nothing (already reported),
-    /// so evaluating it would only repeat the error.
-    pub unresolved: Vec<bool>,
+    /// `unresolved[i]`: where node `i` has references that resolve to nothing (already
+    /// reported), so that evaluating those attributes would only repeat the error.
+    pub unresolved: Vec<Vec<Span>>,
 }
 
 /// What the first identifier of a reference chain turned out to be.
@@ -78,21 +79,47 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// The component ID nearest to a prefix of `parts` of the same length, as the likely
+    /// intended target of a misspelt reference (`pyroscope.write.bakend.receiver`).
+    fn nearest_id(&self, parts: &[&str]) -> Option<&'a str> {
+        let mut best: Option<(usize, &'a str)> = None;
+        for &id in self.ids.keys() {
+            let k = id.split('.').count();
+            if k > parts.len() {
+                continue;
+            }
+            if let Some(d) = suggest::distance(&parts[..k].join("."), id)
+                && best.is_none_or(|(bd, bid)| (d, id) < (bd, bid))
+            {
+                best = Some((d, id));
+            }
+        }
+        best.map(|(_, id)| id)
+    }
+
     /// The components `body` references, and an error for every chain that resolves to nothing.
-    /// The flag is set when some reference could not be resolved (reported or not), in which
-    /// case evaluating the body would only repeat the problem.
-    pub fn references(&self, body: &Body, diags: &mut Vec<Diagnostic>) -> (BTreeSet<usize>, bool) {
+    /// Also where the references are that could not be resolved (reported here, or a block
+    /// that failed to load): evaluating them would only repeat the problem.
+    pub fn references(
+        &self,
+        body: &Body,
+        diags: &mut Vec<Diagnostic>,
+    ) -> (BTreeSet<usize>, Vec<Span>) {
         let mut out = BTreeSet::new();
-        let mut unresolved = false;
+        let mut unresolved = Vec::new();
         body.for_each_reference(&mut |parts, span| match self.resolve(parts) {
             Resolved::Component(i) => {
                 out.insert(i);
             }
             Resolved::Scope => {}
-            Resolved::Broken => unresolved = true,
+            Resolved::Broken => unresolved.push(span),
             Resolved::Missing => {
-                unresolved = true;
-                diags.push(missing(parts, span));
+                unresolved.push(span);
+                let d = missing(parts, span);
+                diags.push(match self.nearest_id(parts) {
+                    Some(id) => d.with_help(format!("did you mean {id:?}?")),
+                    None => d,
+                });
             }
         });
         (out, unresolved)
@@ -116,8 +143,8 @@ pub(crate) fn build(nodes: &[GraphNode<'_>], resolver: &Resolver<'_>) -> (Graph,
     let deps: Vec<BTreeSet<usize>> = nodes
         .iter()
         .map(|n| {
-            let (refs, incomplete) = resolver.references(n.body, &mut diags);
-            unresolved.push(incomplete);
+            let (refs, missing) = resolver.references(n.body, &mut diags);
+            unresolved.push(missing);
             refs
         })
         .collect();

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use super::registry::{Registration, Registry};
 use crate::syntax::ast::{Block, Body, Span, Stmt};
 use crate::syntax::diag::{Diagnostic, Source};
+use crate::syntax::suggest;
 
 /// A component block that names a registered component.
 #[derive(Clone, Debug)]
@@ -31,7 +32,8 @@ pub(crate) struct Loaded<'a> {
 }
 
 /// Blocks Alloy knows that configure Alloy itself or build modules; none of them work here, and
-/// silently ignoring e.g. `http { tls { ... } }` would leave a user believing TLS is on.
+/// silently ignoring e.g. `http { tls { ... } }` would leave a user believing TLS is on, or
+/// ignoring a `declare` or `import` would leave its components out.
 fn unsupported_reason(name: &str) -> Option<&'static str> {
     Some(match name {
         "declare" => "custom components (declare blocks) are not supported by scraper",
@@ -41,24 +43,50 @@ fn unsupported_reason(name: &str) -> Option<&'static str> {
             "the http block (TLS and authentication of the HTTP server) is not supported by scraper"
         }
         "remotecfg" => "remote configuration (remotecfg) is not supported by scraper",
-        "livedebugging" => "live debugging is not supported by scraper",
         "cluster" | "clustering" => "clustering is not supported by scraper",
         _ if name.starts_with("import.") => "modules (import blocks) are not supported by scraper",
         _ => return None,
     })
 }
 
+/// Blocks Alloy knows that change only how Alloy observes itself, so a config keeps its
+/// meaning without them: accepted with a warning, in `check` and `run` alike. (Alloy's own
+/// continuous-profiling example has `livedebugging {}`.)
+fn ignored_reason(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "tracing" => "the tracing block is not supported by scraper and is ignored",
+        "livedebugging" => {
+            "live debugging is not supported by scraper; the livedebugging block is ignored"
+        }
+        _ => return None,
+    })
+}
+
+/// Top-level names that are not components, for "did you mean" (`loging` -> `logging`).
+const CONFIG_BLOCKS: &[&str] = &[
+    "logging",
+    "tracing",
+    "livedebugging",
+    "http",
+    "remotecfg",
+    "declare",
+    "foreach",
+    "import.file",
+    "import.git",
+    "import.http",
+    "import.string",
+];
+
 pub(crate) fn load<'a>(source: &Source, body: &'a Body, registry: &Registry) -> Loaded<'a> {
     let mut out = Loaded::default();
     let mut seen: HashMap<String, Span> = HashMap::new();
     let mut check_duplicate = |id: &str, block: &Block, diags: &mut Vec<Diagnostic>| -> bool {
         if let Some(first) = seen.get(id) {
-            let (line, col) = source.line_col(first.start as usize);
             diags.push(Diagnostic::error(
                 block.header_span(),
                 format!(
-                    "block {id} already declared at {}:{line}:{col}",
-                    source.name
+                    "block {id} already declared at {}",
+                    source.position(first.start as usize)
                 ),
             ));
             return false;
@@ -93,11 +121,8 @@ pub(crate) fn load<'a>(source: &Source, body: &'a Body, registry: &Registry) -> 
             }
             continue;
         }
-        if name == "tracing" {
-            out.diags.push(Diagnostic::warning(
-                name_span,
-                "the tracing block is not supported by scraper and is ignored",
-            ));
+        if let Some(reason) = ignored_reason(&name) {
+            out.diags.push(Diagnostic::warning(name_span, reason));
             continue;
         }
         if let Some(reason) = unsupported_reason(&name) {
@@ -109,13 +134,18 @@ pub(crate) fn load<'a>(source: &Source, body: &'a Body, registry: &Registry) -> 
             if let Some(label) = &block.label {
                 out.broken_ids.insert(format!("{name}.{}", label.value));
             }
-            out.diags.push(Diagnostic::error(
+            let error = Diagnostic::error(
                 name_span,
                 format!(
                     "cannot find the definition of component name {name:?} ({})",
                     supported_list(registry)
                 ),
-            ));
+            );
+            let known = registry.names().chain(CONFIG_BLOCKS.iter().copied());
+            out.diags.push(match suggest::did_you_mean(&name, known) {
+                Some(help) => error.with_help(help),
+                None => error,
+            });
             continue;
         };
         let label = match &block.label {

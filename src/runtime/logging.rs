@@ -93,6 +93,16 @@ pub(crate) fn decode_logging(
     }
 }
 
+/// Checks a `logging` block some of whose attributes could not be evaluated (`unevaluated`,
+/// their statement spans): the rest of it is decoded for unknown names and types.
+pub(crate) fn check_partial(
+    block: &Block,
+    body: &EvaluatedBody,
+    unevaluated: &std::collections::HashSet<Span>,
+) -> Vec<Diagnostic> {
+    decode::from_body_lenient::<LoggingArguments>(body, block.header_span(), unevaluated).errors
+}
+
 fn attribute_span(block: &Block, name: &str) -> Span {
     block
         .body

@@ -22,11 +22,12 @@ pub mod process_metrics;
 pub mod registry;
 pub mod services;
 pub mod size;
+pub mod source;
 pub mod task;
 
-pub use check::check;
+pub use check::{check, check_source};
 pub use component::{BoxError, Component, ComponentOptions, ExportsHandle};
-pub use controller::{Controller, ControllerOptions, LoadError};
+pub use controller::{ComponentFailure, Controller, ControllerOptions, LoadError};
 pub use health::{Health, HealthState};
 pub use info::ComponentInfo;
 pub use metrics::MetricsRegistry;

@@ -3,7 +3,7 @@
 //! The product's table is built in exactly one place, `crate::components::builtin()`; tests build
 //! their own with [`Registry::with`] to inject test-only components.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use crate::syntax::value::Value;
 
 type BuildFn =
     fn(ComponentOptions, &EvaluatedBody, Span) -> Result<Arc<dyn ErasedComponent>, ArgsError>;
-type ValidateFn = fn(&EvaluatedBody, Span) -> Result<(), ArgsError>;
+type ValidateFn = fn(&EvaluatedBody, Span, &HashSet<Span>) -> Result<(), ArgsError>;
 
 /// One component type: its name and the monomorphised entry points the controller needs.
 #[derive(Clone, Copy)]
@@ -35,7 +35,7 @@ impl Registration {
         Registration {
             name,
             build: component::build_erased::<C>,
-            validate: |body, span| component::decode_args::<C>(body, span).map(drop),
+            validate: component::check_args::<C>,
             initial_exports: C::initial_exports,
         }
     }
@@ -53,9 +53,16 @@ impl Registration {
         (self.build)(opts, body, span)
     }
 
-    /// Decodes the arguments without building anything (`scraper check`, reload dry runs).
-    pub(crate) fn validate(&self, body: &EvaluatedBody, span: Span) -> Result<(), ArgsError> {
-        (self.validate)(body, span)
+    /// Decodes and validates the arguments without building anything (`scraper check`,
+    /// reload dry runs). `unevaluated`: statement spans of attributes that could not be
+    /// evaluated (see `component::check_args`).
+    pub(crate) fn validate(
+        &self,
+        body: &EvaluatedBody,
+        span: Span,
+        unevaluated: &HashSet<Span>,
+    ) -> Result<(), ArgsError> {
+        (self.validate)(body, span, unevaluated)
     }
 
     pub(crate) fn initial_exports(&self) -> Value {

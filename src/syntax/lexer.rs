@@ -111,6 +111,9 @@ const BOM: i32 = 0xFEFF;
 
 pub struct Lexer<'a> {
     src: &'a [u8],
+    /// Where the text to scan starts in `src` (0 but for a file of a directory: see
+    /// [`Lexer::from_bytes_at`]).
+    start: usize,
     /// The current character, or EOF. Kept as i32 so EOF and invalid bytes need no Option.
     ch: i32,
     offset: usize,
@@ -128,11 +131,19 @@ impl<'a> Lexer<'a> {
     /// Lexes raw bytes: configs read from disk may contain invalid UTF-8, which is an error
     /// Alloy reports at its exact offset, so we must not reject the file up front.
     pub fn from_bytes(src: &'a [u8]) -> Self {
+        Self::from_bytes_at(src, 0)
+    }
+
+    /// Lexes `src[start..]`, with spans that are offsets into `src`: how the files of a
+    /// directory, laid out one after the other, are each scanned as a file of their own.
+    pub fn from_bytes_at(src: &'a [u8], start: usize) -> Self {
+        let start = start.min(src.len());
         let mut lx = Lexer {
             src,
+            start,
             ch: b' ' as i32,
-            offset: 0,
-            read_offset: 0,
+            offset: start,
+            read_offset: start,
             insert_term: false,
             insert_terms_enabled: true,
             diags: Vec::new(),
@@ -179,7 +190,7 @@ impl<'a> Lexer<'a> {
         } else {
             match decode_utf8(&self.src[self.read_offset..]) {
                 Some((c, w)) => {
-                    if c as i32 == BOM && self.offset > 0 {
+                    if c as i32 == BOM && self.offset > self.start {
                         self.error(self.offset, "illegal byte order mark");
                     }
                     (c as i32, w)

@@ -9,5 +9,6 @@ pub mod lexer;
 pub mod parser;
 pub mod printer;
 pub mod stdlib;
+pub mod suggest;
 pub mod types;
 pub mod value;

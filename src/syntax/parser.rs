@@ -6,7 +6,7 @@
 //! (scanner errors are always reported).
 
 use super::ast::*;
-use super::diag::Diagnostic;
+use super::diag::{Diagnostic, Source};
 use super::lexer::{Lexer, Token, TokenKind, is_valid_identifier, unquote};
 
 /// How deeply blocks, brackets and operators may nest. Parsing, evaluation, formatting and
@@ -23,13 +23,37 @@ pub fn parse_file(src: &str) -> (File, Vec<Diagnostic>) {
 
 /// Like [`parse_file`] for bytes that may not be valid UTF-8 (reported as errors, like Alloy).
 pub fn parse_file_bytes(src: &[u8]) -> (File, Vec<Diagnostic>) {
-    let mut p = Parser::new(src);
+    parse_file_at(src, 0)
+}
+
+/// Parses `src[start..]` as a file, with spans that are offsets into `src`.
+fn parse_file_at(src: &[u8], start: usize) -> (File, Vec<Diagnostic>) {
+    let mut p = Parser::new_at(src, start);
     let body = p.parse_body(TokenKind::Eof);
     let file = File {
         body,
         comments: std::mem::take(&mut p.comments),
     };
     (file, p.finish())
+}
+
+/// Parses every file of a config (see [`Source`]) on its own, as Alloy does, and joins their
+/// statements in file order into one file: a directory is one config. Spans are offsets into
+/// `source.text`, so diagnostics name the right file.
+pub fn parse_source(source: &Source) -> (File, Vec<Diagnostic>) {
+    let bytes = source.text.as_bytes();
+    let mut out = File {
+        body: Body { stmts: Vec::new() },
+        comments: Vec::new(),
+    };
+    let mut diags = Vec::new();
+    for (_, range) in source.files() {
+        let (file, d) = parse_file_at(&bytes[..range.end], range.start);
+        out.body.stmts.extend(file.body.stmts);
+        out.comments.extend(file.comments);
+        diags.extend(d);
+    }
+    (out, diags)
 }
 
 /// Parses a single expression, the way Alloy's `parser.ParseExpression` does (used by tests and
@@ -63,6 +87,10 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn new(src: &'a [u8]) -> Self {
+        Self::new_at(src, 0)
+    }
+
+    fn new_at(src: &'a [u8], start: usize) -> Self {
         let mut line_starts = vec![0];
         line_starts.extend(
             src.iter()
@@ -70,7 +98,7 @@ impl<'a> Parser<'a> {
                 .filter(|(_, b)| **b == b'\n')
                 .map(|(i, _)| i + 1),
         );
-        let mut lexer = Lexer::from_bytes(src);
+        let mut lexer = Lexer::from_bytes_at(src, start);
         let placeholder = Token {
             kind: TokenKind::Eof,
             span: Span::default(),

@@ -3,7 +3,8 @@
 //! `test.pass` is a passthrough: `input` (a string) is exported as `output`, plus an `extra`
 //! field that nothing has to read. Special inputs make it misbehave on purpose:
 //! `fail-build` / `fail-update` make build / update fail, `drop-output` exports no `output`
-//! field so that blocks reading it fail to evaluate, `exit` makes `run` return an error at once.
+//! field so that blocks reading it fail to evaluate, `exit` makes `run` return an error at once,
+//! `invalid` is refused by the component's validation.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
@@ -15,6 +16,7 @@ use scraper::runtime::{
     BoxError, Component, ComponentOptions, Controller, ControllerOptions, ExportsHandle,
     Registration, Registry,
 };
+use scraper::syntax::decode::Invalid;
 use scraper::syntax::types::SecretString;
 use scraper::syntax::value::{Secret, Value};
 use serde::Deserialize;
@@ -89,6 +91,14 @@ impl Component for Pass {
 
     fn initial_exports() -> Value {
         Self::exports_for("", "")
+    }
+
+    fn validate(args: &PassArgs) -> Vec<Invalid> {
+        if args.input == "invalid" {
+            vec![Invalid::new("input \"invalid\" is refused").attr("input")]
+        } else {
+            Vec::new()
+        }
     }
 
     fn build(opts: ComponentOptions, args: PassArgs) -> Result<Self, BoxError> {

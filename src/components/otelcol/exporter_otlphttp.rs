@@ -53,8 +53,12 @@ use tokio_util::sync::CancellationToken;
 use crate::budget::Budget;
 use crate::httpclient::{HttpClientConfig, TlsConfig};
 use crate::profiles::Receiver;
-use crate::push::{EndpointSpec, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics};
+use crate::push::{
+    EndpointSpec, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics, header_problems,
+    push_url,
+};
 use crate::runtime::{BoxError, Component, ComponentOptions, Health};
+use crate::syntax::decode::Invalid;
 use crate::syntax::types::Duration;
 use crate::syntax::value::Value;
 
@@ -130,26 +134,39 @@ impl Default for RetryArguments {
     }
 }
 
+/// Whether `client.compression` asks for gzip.
+fn gzip(compression: &str) -> Result<bool, String> {
+    match compression {
+        "gzip" => Ok(true),
+        "none" | "" => Ok(false),
+        other => Err(format!(
+            "client compression {other:?} is not supported (\"gzip\" or \"none\")"
+        )),
+    }
+}
+
 impl Arguments {
+    /// Where profiles go, as text (the endpoint's name in metrics) and parsed:
+    /// `profiles_endpoint`, or `client.endpoint` with the OTLP profiles path. Errors quote
+    /// what the user wrote.
+    fn push_url(&self) -> Result<(String, reqwest::Url), String> {
+        if self.profiles_endpoint.is_empty() {
+            let url = push_url(&self.client.endpoint, PROFILES_PATH)?;
+            let text = format!(
+                "{}{PROFILES_PATH}",
+                self.client.endpoint.trim_end_matches('/')
+            );
+            Ok((text, url))
+        } else {
+            let url = push_url(&self.profiles_endpoint, "")?;
+            Ok((self.profiles_endpoint.clone(), url))
+        }
+    }
+
     fn spec(&self) -> Result<EndpointSpec, BoxError> {
         let c = &self.client;
-        let gzip = match c.compression.as_str() {
-            "gzip" => true,
-            "none" | "" => false,
-            other => {
-                return Err(format!(
-                    "client compression {other:?} is not supported (\"gzip\" or \"none\")"
-                )
-                .into());
-            }
-        };
-        let url = if self.profiles_endpoint.is_empty() {
-            format!("{}{PROFILES_PATH}", c.endpoint.trim_end_matches('/'))
-        } else {
-            self.profiles_endpoint.clone()
-        };
-        let push_url = reqwest::Url::parse(&url)
-            .map_err(|e| format!("OTLP endpoint {url:?} is invalid: {e}"))?;
+        let gzip = gzip(&c.compression)?;
+        let (url, push_url) = self.push_url()?;
         let headers = crate::push::sensitive_headers(&c.headers)?;
         let r = &self.retry_on_failure;
         let q = &self.queue_config;
@@ -217,6 +234,30 @@ impl Component for OtlpHttpProfiles {
 
     fn initial_exports() -> Value {
         exports(&Receiver::unavailable())
+    }
+
+    /// The endpoint URL, compression and headers: what `spec` would refuse when building.
+    fn validate(args: &Arguments) -> Vec<Invalid> {
+        let mut out = Vec::new();
+        if let Err(msg) = args.push_url() {
+            out.push(if args.profiles_endpoint.is_empty() {
+                Invalid::new(msg).block("client", 0).attr("endpoint")
+            } else {
+                Invalid::new(msg).attr("profiles_endpoint")
+            });
+        }
+        if let Err(msg) = gzip(&args.client.compression) {
+            out.push(Invalid::new(msg).block("client", 0).attr("compression"));
+        }
+        for (name, msg) in header_problems(&args.client.headers) {
+            out.push(
+                Invalid::new(msg)
+                    .block("client", 0)
+                    .attr("headers")
+                    .key(name),
+            );
+        }
+        out
     }
 
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {

@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::node::Node;
-use super::{Inner, LoadError, State, wait_for_exit};
+use super::{ComponentFailure, Inner, LoadError, State, wait_for_exit};
 use crate::runtime::analyze::{Analysis, analyze};
 use crate::syntax::diag::{Diagnostic, Diagnostics, Source};
-use crate::syntax::parser::parse_file;
+use crate::syntax::parser::parse_source;
 
 impl Inner {
-    pub(super) async fn apply(&self, file_name: &str, src: &str) -> Result<(), LoadError> {
-        let result = self.apply_inner(file_name, src).await;
+    pub(super) async fn apply(&self, source: Source) -> Result<(), LoadError> {
+        let result = self.apply_inner(source).await;
         match &result {
             Ok(()) => {
                 self.ctl.last_load_successful.set(1);
@@ -25,9 +25,8 @@ impl Inner {
         result
     }
 
-    async fn apply_inner(&self, file_name: &str, src: &str) -> Result<(), LoadError> {
-        let source = Source::new(file_name, src);
-        let (file, parse_diags) = parse_file(src);
+    async fn apply_inner(&self, source: Source) -> Result<(), LoadError> {
+        let (file, parse_diags) = parse_source(&source);
         if parse_diags.iter().any(Diagnostic::is_error) {
             return Err(LoadError::Invalid(Diagnostics {
                 source,
@@ -145,8 +144,12 @@ impl Inner {
         tracing::info!("starting complete graph evaluation");
         let mut failures = Vec::new();
         for id in state.order.clone() {
-            if let Err(msg) = state.evaluate(self, &id) {
-                failures.push(format!("{id}: {msg}"));
+            if let Err(f) = state.evaluate(self, &id) {
+                failures.push(ComponentFailure {
+                    rendered: state.source.render_all(&f.diags),
+                    message: f.message,
+                    id,
+                });
             }
         }
         tracing::info!(

@@ -21,7 +21,7 @@ use tokio::sync::{Mutex, Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use self::metrics::ControllerMetrics;
-use self::node::{BuildContext, Node};
+use self::node::{BuildContext, EvalFailure, Node};
 use super::analyze::scope_for;
 use super::component::{Component, ExportsChanged, PendingCounter};
 use super::health::HealthState;
@@ -30,6 +30,7 @@ use super::logging::LoggingHandle;
 use super::metrics::MetricsRegistry;
 use super::registry::Registry;
 use super::services::Services;
+use super::source::read_config;
 use crate::syntax::diag::{Diagnostic, Diagnostics, Source};
 use crate::syntax::eval::Scope;
 
@@ -76,8 +77,30 @@ pub enum LoadError {
     Invalid(Diagnostics),
     /// The file was applied, but some components failed to build or update; they are marked
     /// unhealthy and retried when their inputs change.
-    #[error("config applied, but some components failed:\n{}", .0.join("\n"))]
-    Components(Vec<String>),
+    #[error("config applied, but some components failed:\n{}", failure_lines(.0))]
+    Components(Vec<ComponentFailure>),
+}
+
+/// A component of an applied config that could not be built or updated.
+#[derive(Debug)]
+pub struct ComponentFailure {
+    pub id: String,
+    /// One line, with positions: `file:line:col: building component: ...`.
+    pub message: String,
+    /// Each error with its source line and a caret.
+    pub rendered: String,
+}
+
+/// `id: message`.
+impl std::fmt::Display for ComponentFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.id, self.message)
+    }
+}
+
+fn failure_lines(failures: &[ComponentFailure]) -> String {
+    let lines: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    lines.join("\n")
 }
 
 impl LoadError {
@@ -88,6 +111,9 @@ impl LoadError {
                 let errors: Vec<Diagnostic> =
                     d.items.iter().filter(|x| x.is_error()).cloned().collect();
                 d.source.render_all(&errors)
+            }
+            LoadError::Components(failures) => {
+                failures.iter().map(|f| f.rendered.as_str()).collect()
             }
             other => format!("{other}\n"),
         }
@@ -175,13 +201,24 @@ impl Controller {
 
     /// Applies a config file's text. On [`LoadError::Invalid`] the running graph is untouched.
     pub async fn apply_source(&self, file_name: &str, src: &str) -> Result<(), LoadError> {
-        self.inner.apply(file_name, src).await
+        self.apply_config(Source::new(file_name, src)).await
     }
 
-    /// Reads and applies a config file (startup, `/-/reload`, SIGHUP).
+    /// Applies a config of one file or several (a directory).
+    pub async fn apply_config(&self, source: Source) -> Result<(), LoadError> {
+        self.inner.apply(source).await
+    }
+
+    /// Reads and applies a config file, or a directory of them (startup, `/-/reload`, SIGHUP).
     pub async fn load_file(&self, path: &Path) -> Result<(), LoadError> {
-        let src = match tokio::fs::read(path).await {
-            Ok(bytes) => bytes,
+        let owned = path.to_path_buf();
+        let read = crate::runtime::task::spawn_blocking("controller.read_config", move || {
+            read_config(&owned)
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+        let source = match read {
+            Ok(source) => source,
             Err(source) => {
                 self.inner.ctl.last_load_successful.set(0);
                 self.inner.ctl.load_failures.inc();
@@ -191,12 +228,7 @@ impl Controller {
                 });
             }
         };
-        let src = match String::from_utf8(src) {
-            Ok(s) => s,
-            // Let the parser report where the bad bytes are, like Alloy does.
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        };
-        self.apply_source(&path.display().to_string(), &src).await
+        self.apply_config(source).await
     }
 
     /// True once a config has been applied (`/-/ready`).
@@ -335,7 +367,7 @@ impl Inner {
 
 impl State {
     /// Evaluates one node against the current exports of the nodes it references.
-    fn evaluate(&mut self, inner: &Inner, id: &str) -> Result<(), String> {
+    fn evaluate(&mut self, inner: &Inner, id: &str) -> Result<(), EvalFailure> {
         let Some(node) = self.nodes.get(id) else {
             return Ok(());
         };
@@ -356,8 +388,8 @@ impl State {
             .ctl
             .evaluation_seconds
             .observe(start.elapsed().as_secs_f64());
-        if let Err(msg) = &result {
-            tracing::error!(component_id = %id, error = %msg, "failed to evaluate config");
+        if let Err(f) = &result {
+            tracing::error!(component_id = %id, error = %f.message, "failed to evaluate config");
         }
         result
     }

@@ -22,8 +22,16 @@ use crate::runtime::registry::Registration;
 use crate::runtime::services::Services;
 use crate::sync::lock;
 use crate::syntax::ast::Block;
-use crate::syntax::diag::Source;
+use crate::syntax::diag::{Diagnostic, Source};
 use crate::syntax::eval::{self, EvaluatedBody, Scope, value_to_json_redacted};
+
+/// Why a block could not be applied: a one-line message (health, logs) and the diagnostics
+/// behind it, with positions (rendered with carets when `run` fails to start).
+#[derive(Debug)]
+pub(crate) struct EvalFailure {
+    pub message: String,
+    pub diags: Vec<Diagnostic>,
+}
 
 /// What building a component needs from the controller.
 pub(super) struct BuildContext<'a> {
@@ -87,28 +95,38 @@ impl Node {
 
     /// Evaluates the block in `scope`, then builds the component (first success) or updates it
     /// (arguments changed). On failure the component keeps running with its previous arguments
-    /// and is marked unhealthy; the error message is returned for the caller to report.
-    pub fn evaluate(&mut self, scope: &Scope, cx: &BuildContext<'_>) -> Result<(), String> {
+    /// and is marked unhealthy; the error is returned for the caller to report.
+    pub fn evaluate(&mut self, scope: &Scope, cx: &BuildContext<'_>) -> Result<(), EvalFailure> {
         self.evaluations += 1;
         let result = self.evaluate_inner(scope, cx);
         self.eval_health = match &result {
             Ok(()) => Health::healthy("component evaluated"),
-            Err(msg) => Health::unhealthy(format!("component evaluation failed: {msg}")),
+            Err(f) => Health::unhealthy(format!("component evaluation failed: {}", f.message)),
         };
         result
     }
 
-    fn evaluate_inner(&mut self, scope: &Scope, cx: &BuildContext<'_>) -> Result<(), String> {
-        let body = eval::eval_body(&self.block.body, scope).map_err(|diags| {
+    fn evaluate_inner(&mut self, scope: &Scope, cx: &BuildContext<'_>) -> Result<(), EvalFailure> {
+        let decoding = |diags: Vec<Diagnostic>| {
             let lines: Vec<String> = diags.iter().map(|d| cx.source.short(d)).collect();
-            format!("decoding configuration: {}", lines.join("; "))
-        })?;
-        let render = |e: ArgsError| match e {
-            ArgsError::Decode(diags) => {
-                let lines: Vec<String> = diags.iter().map(|d| cx.source.short(d)).collect();
-                format!("decoding configuration: {}", lines.join("; "))
+            EvalFailure {
+                message: format!("decoding configuration: {}", lines.join("; ")),
+                diags,
             }
-            other => other.to_string(),
+        };
+        let body = eval::eval_body(&self.block.body, scope).map_err(decoding)?;
+        // Errors of building or updating are about the block as a whole: they point at its
+        // header, so `run` shows where the failing component is, like `check` does.
+        let header = self.block.header_span();
+        let render = |e: ArgsError| match e {
+            ArgsError::Decode(diags) => decoding(diags),
+            other => {
+                let d = Diagnostic::error(header, other.to_string());
+                EvalFailure {
+                    message: cx.source.short(&d),
+                    diags: vec![d],
+                }
+            }
         };
         match &self.instance {
             None => {

@@ -36,6 +36,20 @@ pub(super) struct BodyDe<'a> {
     pub(super) ctx: &'a Ctx,
 }
 
+/// Adds "did you mean ...?" to an unknown-name error when a field of the block is a likely
+/// spelling of `name`.
+fn with_suggestion(d: Diagnostic, name: &str, fields: Option<&[&str]>) -> Diagnostic {
+    let candidates = fields
+        .unwrap_or_default()
+        .iter()
+        .copied()
+        .filter(|f| *f != LABEL_FIELD);
+    match crate::syntax::suggest::did_you_mean(name, candidates) {
+        Some(help) => d.with_help(help),
+        None => d,
+    }
+}
+
 /// Places an error that escaped a block's decoding at that block.
 pub(super) fn at_block(e: Error, b: &EvaluatedBlock, path: &[StmtId]) -> Error {
     Error(Box::new(Inner::Located(
@@ -94,9 +108,10 @@ impl<'a> BodyDe<'a> {
                 continue;
             }
             if !known(&a.name) || a.name == LABEL_FIELD {
-                ctx.collect(Diagnostic::error(
-                    a.span,
-                    format!("unrecognized attribute name {:?}", a.name),
+                ctx.collect(with_suggestion(
+                    Diagnostic::error(a.span, format!("unrecognized attribute name {:?}", a.name)),
+                    &a.name,
+                    fields,
                 ));
                 continue;
             }
@@ -118,9 +133,13 @@ impl<'a> BodyDe<'a> {
                 ));
             }
             if !known(&b.name) {
-                ctx.collect(Diagnostic::error(
-                    b.header_span,
-                    format!("unrecognized block name {:?}", b.name),
+                ctx.collect(with_suggestion(
+                    Diagnostic::error(
+                        b.header_span,
+                        format!("unrecognized block name {:?}", b.name),
+                    ),
+                    &b.name,
+                    fields,
                 ));
                 continue;
             }

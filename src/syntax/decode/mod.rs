@@ -60,8 +60,11 @@ mod attr;
 mod body;
 mod error;
 mod group;
+mod invalid;
 mod rounds;
 mod value;
+
+use std::collections::HashSet;
 
 use serde::de::DeserializeOwned;
 
@@ -77,6 +80,7 @@ use value::ValueDe;
 
 pub use super::types::LABEL_FIELD;
 pub use error::Error;
+pub use invalid::{ArgStep, Invalid};
 
 /// Decodes a component's evaluated body. Missing-field errors have no position; use
 /// [`from_body_at`] to point them at the block.
@@ -91,8 +95,97 @@ pub fn from_body_at<T: DeserializeOwned>(
     body: &EvaluatedBody,
     block_span: impl Into<Option<Span>>,
 ) -> Result<T, Vec<Diagnostic>> {
-    let span = block_span.into();
+    let (value, errors, _) = decode_rounds(body, block_span.into(), Ctx::default());
+    match value {
+        Some(v) if errors.is_empty() => Ok(v),
+        _ => Err(errors),
+    }
+}
+
+/// What [`from_body_lenient`] found.
+pub struct Lenient<T> {
+    /// The arguments decoded with every statement at fault left out (their defaults in their
+    /// place), if that much decodes.
+    pub value: Option<T>,
+    pub errors: Vec<Diagnostic>,
+    /// The statements (attributes and blocks) that were left out, so that a check of `value`
+    /// can tell which values are defaults standing in for what the user wrote.
+    pub skipped: Vec<Span>,
+}
+
+/// Decodes as much as possible, for `scraper check`: every error, and the value with the
+/// statements at fault left out. `unevaluated` holds the statement spans of attributes that
+/// could not be evaluated (their errors are already reported; they must be in `body`, with any
+/// value): they are left out from the start, so the rest of the body is still checked without
+/// reporting what follows from their absence (a required attribute missing).
+pub fn from_body_lenient<T: DeserializeOwned>(
+    body: &EvaluatedBody,
+    block_span: impl Into<Option<Span>>,
+    unevaluated: &HashSet<Span>,
+) -> Lenient<T> {
     let mut ctx = Ctx::default();
+    hide_unevaluated(body, &mut Vec::new(), unevaluated, &mut ctx.hidden);
+    let (value, errors, ctx) = decode_rounds(body, block_span.into(), ctx);
+    let mut skipped = Vec::new();
+    skipped_spans(body, &mut Vec::new(), &ctx.hidden, &mut skipped);
+    Lenient {
+        value,
+        errors,
+        skipped,
+    }
+}
+
+fn skipped_spans(
+    body: &EvaluatedBody,
+    path: &mut Vec<error::StmtId>,
+    hidden: &HashSet<error::StmtPath>,
+    out: &mut Vec<Span>,
+) {
+    for (i, a) in body.attributes.iter().enumerate() {
+        path.push(error::StmtId::Attr(i));
+        if hidden.contains(path) {
+            out.push(a.span);
+        }
+        path.pop();
+    }
+    for (i, b) in body.blocks.iter().enumerate() {
+        path.push(error::StmtId::Block(i));
+        if hidden.contains(path) {
+            out.push(b.span);
+        }
+        skipped_spans(&b.body, path, hidden, out);
+        path.pop();
+    }
+}
+
+fn hide_unevaluated(
+    body: &EvaluatedBody,
+    path: &mut Vec<error::StmtId>,
+    unevaluated: &HashSet<Span>,
+    hidden: &mut HashSet<error::StmtPath>,
+) {
+    for (i, a) in body.attributes.iter().enumerate() {
+        if unevaluated.contains(&a.span) {
+            let mut p = path.clone();
+            p.push(error::StmtId::Attr(i));
+            hidden.insert(p);
+        }
+    }
+    for (i, b) in body.blocks.iter().enumerate() {
+        path.push(error::StmtId::Block(i));
+        hide_unevaluated(&b.body, path, unevaluated, hidden);
+        path.pop();
+    }
+}
+
+/// Decodes round after round, each hiding the statement that failed the previous one, until a
+/// round succeeds or nothing is left to hide: the value of the successful round, every error
+/// found, and the final state (what was hidden).
+fn decode_rounds<T: DeserializeOwned>(
+    body: &EvaluatedBody,
+    span: Option<Span>,
+    mut ctx: Ctx,
+) -> (Option<T>, Vec<Diagnostic>, Ctx) {
     let mut errors: Vec<Diagnostic> = Vec::new();
     // Each retry hides one more statement or zero-fills one more null, so this bounds the loop.
     let max_rounds = count_stmts(body) * 2 + 2;
@@ -112,10 +205,7 @@ pub fn from_body_at<T: DeserializeOwned>(
         let located = match res {
             Ok(v) => {
                 ctx.keep_collected(&mut errors);
-                if errors.is_empty() {
-                    return Ok(v);
-                }
-                return Err(finish(errors));
+                return (Some(v), finish(errors), ctx);
             }
             Err(e) => e.located_at(span, &[]),
         };
@@ -166,7 +256,7 @@ pub fn from_body_at<T: DeserializeOwned>(
         }
     }
     ctx.keep_collected(&mut errors);
-    Err(finish(errors))
+    (None, finish(errors), ctx)
 }
 
 /// Decodes a single value (an export, an object) with the same conversions. The error text is

@@ -119,32 +119,66 @@ impl EvaluatedBody {
 /// Evaluates every attribute of a body and of its nested blocks. All failing attributes are
 /// reported, not just the first.
 pub fn eval_body(body: &ast::Body, scope: &Scope) -> Result<EvaluatedBody, Vec<Diagnostic>> {
-    let mut errors = Vec::new();
-    let out = eval_body_into(body, scope, &mut errors);
-    if errors.is_empty() {
+    let mut failed = Vec::new();
+    let out = eval_body_into(body, scope, &mut failed, false);
+    if failed.is_empty() {
         Ok(out)
     } else {
-        Err(errors)
+        Err(failed.into_iter().map(|f| f.error).collect())
     }
 }
 
-fn eval_body_into(body: &ast::Body, scope: &Scope, errors: &mut Vec<Diagnostic>) -> EvaluatedBody {
+/// An attribute whose value could not be evaluated.
+#[derive(Clone, Debug)]
+pub struct Unevaluated {
+    /// The whole `name = value` statement.
+    pub span: Span,
+    pub error: Diagnostic,
+}
+
+/// Evaluates what can be evaluated: the body has every attribute, those that failed with a
+/// null value, and the failures are returned beside it, so that the rest of the block can still
+/// be decoded and checked (see `decode::from_body_partial`).
+pub fn eval_body_partial(body: &ast::Body, scope: &Scope) -> (EvaluatedBody, Vec<Unevaluated>) {
+    let mut failed = Vec::new();
+    let out = eval_body_into(body, scope, &mut failed, true);
+    (out, failed)
+}
+
+fn eval_body_into(
+    body: &ast::Body,
+    scope: &Scope,
+    failed: &mut Vec<Unevaluated>,
+    keep_failed: bool,
+) -> EvaluatedBody {
     let mut out = EvaluatedBody::default();
     for stmt in &body.stmts {
         match stmt {
-            ast::Stmt::Attribute(a) => match eval_expr(&a.value, scope) {
-                Ok(value) => out.attributes.push(EvaluatedAttribute {
+            ast::Stmt::Attribute(a) => {
+                let value = match eval_expr(&a.value, scope) {
+                    Ok(value) => value,
+                    Err(error) => {
+                        failed.push(Unevaluated {
+                            span: a.span,
+                            error,
+                        });
+                        if !keep_failed {
+                            continue;
+                        }
+                        Value::Null
+                    }
+                };
+                out.attributes.push(EvaluatedAttribute {
                     name: a.name.name.clone(),
                     value,
                     span: a.span,
                     value_span: a.value.span,
                     expr: Some(Box::new(a.value.clone())),
                     sensitive: AtomicBool::new(false),
-                }),
-                Err(d) => errors.push(d),
-            },
+                });
+            }
             ast::Stmt::Block(b) => {
-                let inner = eval_body_into(&b.body, scope, errors);
+                let inner = eval_body_into(&b.body, scope, failed, keep_failed);
                 out.blocks.push(EvaluatedBlock {
                     name: b.full_name(),
                     label: b.label.as_ref().map(|l| l.value.clone()),

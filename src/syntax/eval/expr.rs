@@ -13,6 +13,7 @@ use super::scope::Scope;
 use crate::syntax::ast::{self, Expr, ExprKind, UnaryOp};
 use crate::syntax::diag::Diagnostic;
 use crate::syntax::stdlib;
+use crate::syntax::suggest;
 use crate::syntax::value::{Number, Type, Value};
 
 /// Evaluates an expression.
@@ -70,17 +71,29 @@ fn eval_access<'s>(
     scope: &'s Scope,
 ) -> Result<Cow<'s, Value>, Diagnostic> {
     let base = eval(value, scope)?;
-    let missing = || Diagnostic::error(name.span, format!("field {:?} does not exist", name.name));
-    match base {
-        Cow::Borrowed(Value::Object(m)) => m.get(&name.name).map(Cow::Borrowed).ok_or_else(missing),
-        Cow::Owned(Value::Object(mut m)) => {
-            m.remove(&name.name).map(Cow::Owned).ok_or_else(missing)
+    // With the nearest field as a hint: `pyroscope.write.x.reciever`, `string.jion`.
+    let missing = |fields: &BTreeMap<String, Value>| {
+        let d = Diagnostic::error(name.span, format!("field {:?} does not exist", name.name));
+        match suggest::did_you_mean(&name.name, fields.keys().map(String::as_str)) {
+            Some(help) => d.with_help(help),
+            None => d,
         }
-        other if other.is_object_view() => other
-            .object_view()
-            .and_then(|mut m| m.remove(&name.name))
+    };
+    match base {
+        Cow::Borrowed(Value::Object(m)) => m
+            .get(&name.name)
+            .map(Cow::Borrowed)
+            .ok_or_else(|| missing(m)),
+        Cow::Owned(Value::Object(mut m)) => m
+            .remove(&name.name)
             .map(Cow::Owned)
-            .ok_or_else(missing),
+            .ok_or_else(|| missing(&m)),
+        other if other.is_object_view() => {
+            let mut m = other.object_view().unwrap_or_default();
+            m.remove(&name.name)
+                .map(Cow::Owned)
+                .ok_or_else(|| missing(&m))
+        }
         other => Err(value_error(
             value,
             &[],

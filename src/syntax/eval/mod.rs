@@ -25,7 +25,8 @@ mod redact;
 mod scope;
 
 pub use body::{
-    EvaluatedAttribute, EvaluatedBlock, EvaluatedBody, deprecation_warnings, eval_body,
+    EvaluatedAttribute, EvaluatedBlock, EvaluatedBody, Unevaluated, deprecation_warnings,
+    eval_body, eval_body_partial,
 };
 pub use expr::eval_expr;
 pub use expr_text::expr_text;

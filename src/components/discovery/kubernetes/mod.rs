@@ -84,6 +84,7 @@ pub use watcher::{Failure, FailureReason, Timeouts};
 use crate::labels::LabelSet;
 use crate::runtime::health::{Health, HealthState};
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
+use crate::syntax::decode::Invalid;
 use crate::syntax::value::Value;
 use crate::targets as target;
 
@@ -352,6 +353,32 @@ impl Component for Kubernetes {
 
     fn initial_exports() -> Value {
         exports(Vec::new())
+    }
+
+    /// `api_server` must be an http(s) URL, and HTTP client settings need it: what would
+    /// otherwise fail when building or on every connection attempt.
+    fn validate(args: &Arguments) -> Vec<Invalid> {
+        let mut out = Vec::new();
+        let api_server = &args.inner.api_server;
+        if !api_server.is_empty() {
+            let problem = match reqwest::Url::parse(api_server) {
+                Err(e) => Some(e.to_string()),
+                Ok(url) if !matches!(url.scheme(), "http" | "https") => {
+                    Some("scheme must be http or https".to_string())
+                }
+                Ok(_) => None,
+            };
+            if let Some(reason) = problem {
+                out.push(
+                    Invalid::new(format!("invalid api_server {api_server:?}: {reason}"))
+                        .attr("api_server"),
+                );
+            }
+        }
+        if let Err(msg) = args::validate_http_client(&args.inner, &args.http) {
+            out.push(Invalid::new(msg));
+        }
+        out
     }
 
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {

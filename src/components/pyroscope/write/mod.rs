@@ -73,10 +73,11 @@ use crate::httpclient::WithHttpClient;
 use crate::profiles::Receiver;
 use crate::protocols::pyroscope::wire;
 use crate::push::{
-    EndpointSpec, LimitsConfig, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics, limits,
-    sensitive_headers,
+    EndpointSpec, LimitsConfig, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics,
+    header_problems, limits, push_url, sensitive_headers,
 };
 use crate::runtime::{BoxError, Component, ComponentOptions, Health};
+use crate::syntax::decode::Invalid;
 use crate::syntax::types::Duration;
 use crate::syntax::value::Value;
 
@@ -154,9 +155,7 @@ fn to_usize(v: u64) -> usize {
 
 impl EndpointOptions {
     fn settings(&self) -> Result<Settings, BoxError> {
-        let push_url = format!("{}{}", self.url.trim_end_matches('/'), wire::PUSH_PATH);
-        let push_url = reqwest::Url::parse(&push_url)
-            .map_err(|e| format!("endpoint url {:?} is invalid: {e}", self.url))?;
+        let push_url = push_url(&self.url, wire::PUSH_PATH)?;
         let headers = sensitive_headers(&self.headers)?;
         let max_retries = match self.max_backoff_retries {
             0 => 0,
@@ -238,6 +237,25 @@ impl Component for Write {
 
     fn initial_exports() -> Value {
         exports(&Receiver::unavailable())
+    }
+
+    /// Every endpoint's URL and headers: what `settings` would refuse when building.
+    fn validate(args: &Arguments) -> Vec<Invalid> {
+        let mut out = Vec::new();
+        for (i, ep) in args.endpoint.iter().enumerate() {
+            if let Err(msg) = push_url(&ep.url, wire::PUSH_PATH) {
+                out.push(Invalid::new(msg).block("endpoint", i).attr("url"));
+            }
+            for (name, msg) in header_problems(&ep.headers) {
+                out.push(
+                    Invalid::new(msg)
+                        .block("endpoint", i)
+                        .attr("headers")
+                        .key(name),
+                );
+            }
+        }
+        out
     }
 
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
