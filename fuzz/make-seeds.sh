@@ -231,12 +231,12 @@ fi
 if wants receive; then
   rm -rf fuzz/corpus/receive && mkdir -p fuzz/corpus/receive
   seed() { printf '%b' "$2" > "fuzz/corpus/receive/$1"; }
-  seed name-plain '0my.app.cpu'
-  seed name-labels '0my.app.cpu{env=staging,region=eu-west-1,service_name=checkout}'
-  seed name-bad '0my.app{env=,=x,a-b=c}'
-  seed time-units '01700000000s'
-  seed time-date '020261126'
-  seed multipart-boundary "1multipart/form-data; boundary=\"b\"
+  seed name-plain 'my.app.cpu'
+  seed name-labels 'my.app.cpu{env=staging,region=eu-west-1,service_name=checkout}'
+  seed name-bad 'my.app{env=,=x,a-b=c}'
+  seed time-units '1700000000s'
+  seed time-date '20261126'
+  seed multipart-boundary "multipart/form-data; boundary=\"b\"
 --b\r
 Content-Disposition: form-data; name=\"profile\"; filename=\"profile.pprof\"\r
 Content-Type: application/octet-stream\r
@@ -248,34 +248,34 @@ Content-Disposition: form-data; name=\"sample_type_config\"\r
 {\"inuse_space\":{\"units\":\"bytes\",\"aggregation\":\"average\"}}\r
 --b--\r
 "
-  seed folded-groups '2app.cpu
+  seed folded-groups 'app.cpu
 main;work;spin 40
 main;idle 10
 main;work 2
 '
-  seed folded-lines '2app.alloc_objects
+  seed folded-lines 'app.alloc_objects
 main;work
 main;work
 main;idle
 '
-  seed ingest-folded '3name=app.cpu%7Benv%3Dprod%7D&from=1700000000&until=1700000010&sampleRate=100&spyName=gospy&format=folded
+  seed ingest-folded 'name=app.cpu%7Benv%3Dprod%7D&from=1700000000&until=1700000010&sampleRate=100&spyName=gospy&format=folded
 text/plain
 main;work 3
 main;idle 1
 '
-  seed ingest-lines '3name=app.cpu&format=lines&units=samples
+  seed ingest-lines 'name=app.cpu&format=lines&units=samples
 
 main;work
 main;idle
 '
-  seed ingest-trie '3name=app.cpu&format=trie
+  seed ingest-trie 'name=app.cpu&format=trie
 binary/octet-stream+trie
 x'
-  { printf '4name=app.cpu&spyName=gospy&format=pprof\n'; gzip -dc "$data/goapp-mutex-1.pb.gz"; } \
+  { printf 'name=app.cpu&spyName=gospy&format=pprof\n'; gzip -dc "$data/goapp-mutex-1.pb.gz"; } \
     > fuzz/corpus/receive/ingest-pprof
-  { printf '4name=app&spyName=rbspy&format=pprof\n'; cat "$data/goapp-heap-1.pb.gz"; } \
+  { printf 'name=app&spyName=rbspy&format=pprof\n'; cat "$data/goapp-heap-1.pb.gz"; } \
     > fuzz/corpus/receive/ingest-pprof-gzip-scripting
-  { printf '3name=app&format=pprof\nmultipart/form-data; boundary=b\n--b\r\nContent-Disposition: form-data; name="profile"; filename="profile.pprof"\r\n\r\n'
+  { printf 'name=app&format=pprof\nmultipart/form-data; boundary=b\n--b\r\nContent-Disposition: form-data; name="profile"; filename="profile.pprof"\r\n\r\n'
     cat "$data/goapp-heap-1.pb.gz"; printf '\r\n--b--\r\n'; } > fuzz/corpus/receive/ingest-multipart
 fi
 

@@ -1,17 +1,16 @@
 //! `pyroscope.receive_http` fuzz target: every parser an SDK or agent's request reaches
 //! (src/components/pyroscope/receive_http).
 //!
-//! Input layout: the first byte picks the parser (`(byte - b'0') % 5`, so seeds start with a
-//! readable digit), the rest is split at the first two newlines where a parser takes several
-//! fields:
+//! Every input goes through every parser, each reading it in its own layout (split at the
+//! first one or two newlines), so each parser's execution count is the target's:
 //!
-//! | digit | rest | parser |
-//! | --- | --- | --- |
-//! | 0 | `NAME` | `labelset::parse` (the `?name=` label set) and `labelset::parse_time` |
-//! | 1 | `BOUNDARY\nBODY` (or `CONTENT-TYPE\nBODY` when it has a `;`) | `multipart::boundary`, `multipart::parse` |
-//! | 2 | `APP-NAME\nBODY` | `folded::parse_groups`, `parse_lines`, `convert_metadata`, `to_pprof` |
-//! | 3 | `QUERY\nCONTENT-TYPE\nBODY` | `ingest::ingest`, the whole `/ingest` handler below HTTP |
-//! | 4 | `QUERY\nBODY` | `ingest::ingest` with `format=pprof`-style bodies and the multipart type set |
+//! | parser | reads the input as |
+//! | --- | --- |
+//! | `labelset::parse` (the `?name=` label set), `labelset::parse_time` | `NAME` (the whole input) |
+//! | `multipart::boundary`, `multipart::parse` | `BOUNDARY\nBODY`, or `CONTENT-TYPE\nBODY` when the first line has a `;` |
+//! | `folded::parse_groups`, `parse_lines`, `convert_metadata`, `to_pprof` | `APP-NAME\nBODY` |
+//! | `ingest::ingest`, the whole `/ingest` handler below HTTP | `QUERY\nCONTENT-TYPE\nBODY` |
+//! | `ingest::ingest` with a pprof and a multipart content type | `QUERY\nBODY` |
 //!
 //! Checks: nothing panics (overflow included, with `-a`); multipart parts are slices of the
 //! body; every profile the receiver would forward decodes and validates as pprof, and its
@@ -60,89 +59,80 @@ fn check_forwarded(out: &[scraper::components::pyroscope::receive_http::convert:
     }
 }
 
-fuzz_target!(|data: &[u8]| {
-    let Some((&op, rest)) = data.split_first() else {
-        return;
+fn labelset_parser(input: &[u8]) {
+    let name = text(input);
+    if let Ok(set) = labelset::parse(&name) {
+        let _ = set.app();
+        let _ = set.ingestible().count();
+    }
+    for now in [NOW, 0, i64::MAX, i64::MIN] {
+        let _ = labelset::parse_time(&name, now);
+    }
+}
+
+fn multipart_parser(input: &[u8]) {
+    let (head, body) = split2(input);
+    let head = text(head);
+    let boundary = if head.contains(';') {
+        match multipart::boundary(&head) {
+            Ok(b) => b,
+            Err(_) => return,
+        }
+    } else {
+        head
     };
-    match op.wrapping_sub(b'0') % 5 {
-        0 => {
-            let name = text(rest);
-            if let Ok(set) = labelset::parse(&name) {
-                let _ = set.app();
-                let _ = set.ingestible().count();
-            }
-            for now in [NOW, 0, i64::MAX, i64::MIN] {
-                let _ = labelset::parse_time(&name, now);
-            }
+    if let Ok(parts) = multipart::parse(body, &boundary) {
+        let range = body.as_ptr_range();
+        for p in parts {
+            let r = p.body.as_ptr_range();
+            assert!(
+                p.body.is_empty() || (range.start <= r.start && r.end <= range.end),
+                "a part's body is not a slice of the request body"
+            );
         }
-        1 => {
-            let (head, body) = split2(rest);
-            let head = text(head);
-            let boundary = if head.contains(';') {
-                match multipart::boundary(&head) {
-                    Ok(b) => b,
-                    Err(_) => return,
-                }
-            } else {
-                head
-            };
-            if let Ok(parts) = multipart::parse(body, &boundary) {
-                let range = body.as_ptr_range();
-                for p in parts {
-                    let r = p.body.as_ptr_range();
-                    assert!(
-                        p.body.is_empty() || (range.start <= r.start && r.end <= range.end),
-                        "a part's body is not a slice of the request body"
-                    );
-                }
-            }
+    }
+}
+
+fn folded_parser(input: &[u8]) {
+    let (app, body) = split2(input);
+    let app = text(app);
+    for stacks in [folded::parse_groups(body), folded::parse_lines(body)] {
+        let Ok(stacks) = stacks else { continue };
+        let Ok(meta) = folded::convert_metadata(&app) else {
+            continue;
+        };
+        for rate in [0, 1, 100, u32::MAX] {
+            let p = folded::to_pprof(&stacks, &meta, NOW, rate);
+            scraper::pprof::validate(&p)
+                .unwrap_or_else(|e| panic!("to_pprof made an invalid profile: {e}"));
         }
-        2 => {
-            let (app, body) = split2(rest);
-            let app = text(app);
-            for stacks in [folded::parse_groups(body), folded::parse_lines(body)] {
-                let Ok(stacks) = stacks else { continue };
-                let Ok(meta) = folded::convert_metadata(&app) else {
-                    continue;
-                };
-                for rate in [0, 1, 100, u32::MAX] {
-                    let p = folded::to_pprof(&stacks, &meta, NOW, rate);
-                    scraper::pprof::validate(&p)
-                        .unwrap_or_else(|e| panic!("to_pprof made an invalid profile: {e}"));
-                }
-            }
-        }
-        3 => {
-            let (query, rest) = split2(rest);
-            let (content_type, body) = split2(rest);
-            let (query, content_type) = (text(query), text(content_type));
-            let req = ingest::IngestRequest {
-                query: &query,
-                content_type: &content_type,
-                body: Bytes::copy_from_slice(body),
-                now_nanos: NOW,
-            };
-            if let Ok(out) = ingest::ingest(&req, &limits()) {
-                check_forwarded(&out);
-            }
-        }
-        _ => {
-            let (query, body) = split2(rest);
-            let query = text(query);
-            for content_type in [
-                "application/octet-stream",
-                "multipart/form-data; boundary=b",
-            ] {
-                let req = ingest::IngestRequest {
-                    query: &query,
-                    content_type,
-                    body: Bytes::copy_from_slice(body),
-                    now_nanos: NOW,
-                };
-                if let Ok(out) = ingest::ingest(&req, &limits()) {
-                    check_forwarded(&out);
-                }
-            }
-        }
+    }
+}
+
+fn ingest_parser(query: &str, content_type: &str, body: &[u8]) {
+    let req = ingest::IngestRequest {
+        query,
+        content_type,
+        body: Bytes::copy_from_slice(body),
+        now_nanos: NOW,
+    };
+    if let Ok(out) = ingest::ingest(&req, &limits()) {
+        check_forwarded(&out);
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    labelset_parser(data);
+    multipart_parser(data);
+    folded_parser(data);
+    let (query, rest) = split2(data);
+    let query = text(query);
+    let (content_type, body) = split2(rest);
+    ingest_parser(&query, &text(content_type), body);
+    for content_type in [
+        "application/octet-stream",
+        "multipart/form-data; boundary=b",
+    ] {
+        ingest_parser(&query, content_type, rest);
     }
 });
