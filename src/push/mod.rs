@@ -368,7 +368,8 @@ impl Pipeline {
             async move {
                 if tokio::time::timeout(deadline, ep.queue.idle()).await.is_err() {
                     let (n, bytes) = ep.queue.depth();
-                    tracing::warn!(endpoint = %ep.settings.url, profiles = n, bytes, "flush deadline passed; dropping what is left");
+                    // Queued only: what was in flight is in the drop line that follows.
+                    tracing::warn!(endpoint = %ep.settings.url, queued = n, queued_bytes = bytes, "flush deadline passed; dropping what is queued or in flight");
                 }
             }
         });
