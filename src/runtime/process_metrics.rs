@@ -141,48 +141,47 @@ impl Collector for ProcessCollector {
                 metric.metric_type(),
             )?)?;
         }
-        let e = &mut encoder;
+        let gauges = [
+            (
+                "process_resident_memory_bytes",
+                "Resident memory size in bytes.",
+                s.resident_bytes,
+            ),
+            (
+                "process_virtual_memory_bytes",
+                "Virtual memory size in bytes.",
+                s.virtual_bytes,
+            ),
+            (
+                "process_virtual_memory_max_bytes",
+                "Maximum amount of virtual memory available in bytes.",
+                s.virtual_max_bytes,
+            ),
+            (
+                "process_open_fds",
+                "Number of open file descriptors.",
+                s.open_fds,
+            ),
+            (
+                "process_max_fds",
+                "Maximum number of open file descriptors.",
+                s.max_fds,
+            ),
+            (
+                "process_threads",
+                "Number of OS threads in the process.",
+                s.threads,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            // Gauges are i64; nothing here comes near 2^63.
+            gauge(&mut encoder, name, help, value.map(|v| v as i64))?;
+        }
         gauge(
-            e,
-            "process_resident_memory_bytes",
-            "Resident memory size in bytes.",
-            s.resident_bytes.map(|v| v as i64),
-        )?;
-        gauge(
-            e,
-            "process_virtual_memory_bytes",
-            "Virtual memory size in bytes.",
-            s.virtual_bytes.map(|v| v as i64),
-        )?;
-        gauge(
-            e,
-            "process_virtual_memory_max_bytes",
-            "Maximum amount of virtual memory available in bytes.",
-            s.virtual_max_bytes.map(|v| v as i64),
-        )?;
-        gauge(
-            e,
+            &mut encoder,
             "process_start_time_seconds",
             "Start time of the process since unix epoch in seconds.",
             s.start_time_seconds,
-        )?;
-        gauge(
-            e,
-            "process_open_fds",
-            "Number of open file descriptors.",
-            s.open_fds.map(|v| v as i64),
-        )?;
-        gauge(
-            e,
-            "process_max_fds",
-            "Maximum number of open file descriptors.",
-            s.max_fds.map(|v| v as i64),
-        )?;
-        gauge(
-            e,
-            "process_threads",
-            "Number of OS threads in the process.",
-            s.threads.map(|v| v as i64),
         )?;
         // Alloy's `alloy_build_info` is a gauge of 1 with the build as labels; ours matches, so
         // "which version runs where" is one query in either.
