@@ -154,6 +154,17 @@ async fn serves_a_cpu_profile_of_itself_and_stops_on_sigint() {
     let body = resp.bytes().await.expect("body");
     assert_eq!(&body[..2], &[0x1f, 0x8b], "gzip");
 
+    // The index lists what is served; Go's heap and goroutine profiles say why they are not.
+    let (status, index) = get(&client, &s.url("/debug/pprof/")).await;
+    assert_eq!(status, 200);
+    assert!(index.contains("href=\"profile?seconds=30\""), "{index}");
+    assert!(index.contains("heap</td><td>not served"), "{index}");
+    for name in ["heap", "allocs", "goroutine"] {
+        let (status, text) = get(&client, &s.url(&format!("/debug/pprof/{name}"))).await;
+        assert_eq!(status, 404, "{name}");
+        assert!(text.contains("scraper is a Rust program"), "{name}: {text}");
+    }
+
     s.signal(libc::SIGINT);
     let status = s.wait_exit(Duration::from_secs(15));
     assert!(status.success(), "{status:?}");

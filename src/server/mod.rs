@@ -1,7 +1,8 @@
 //! The HTTP server, with Alloy's endpoints: `/metrics`, `/-/ready`, `/-/healthy`, `/-/reload`,
 //! the component API under `/api/v0/web/`, marks (`POST /api/v0/marks`, stored by every
-//! `pyroscope.store`), a plain HTML overview at `/`, and
-//! `/debug/pprof/profile` for profiling scraper itself.
+//! `pyroscope.store`), a plain HTML overview at `/`, and `/debug/pprof/` (an index and
+//! `profile`, a CPU profile of scraper itself; Go's heap and goroutine profiles answer 404 with
+//! why: see `pprof`).
 //!
 //! Response bodies of the `/-/` endpoints are Alloy's, word for word ("Alloy is ready."), so
 //! probes and scripts written for Alloy keep working against scraper.
@@ -59,7 +60,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v0/web/components", get(api::list))
         .route("/api/v0/web/components/{id}", get(api::get))
         .route("/api/v0/marks", axum::routing::post(marks::create))
+        .route("/debug/pprof/", get(pprof::index))
         .route("/debug/pprof/profile", get(pprof::profile))
+        .route("/debug/pprof/{name}", get(pprof::not_served))
         .with_state(state)
 }
 

@@ -1,5 +1,10 @@
 //! `/debug/pprof/profile?seconds=N`: a CPU profile of scraper itself, answered like Go's
 //! net/http/pprof so that `pyroscope.scrape` (or `go tool pprof`) can point at us.
+//!
+//! `/debug/pprof/` lists what is served. Go's other profiles (`heap`, `allocs`, `goroutine`,
+//! `mutex`, `block`, `threadcreate`) describe a Go runtime's heap and goroutines, which a Rust
+//! process does not have; their paths answer 404 with the reason and where the same question is
+//! answered instead, rather than Go-shaped profiles that would not be true.
 
 use std::collections::HashMap;
 
@@ -40,4 +45,69 @@ pub(super) async fn profile(Query(query): Query<HashMap<String, String>>) -> Res
         )
             .into_response(),
     }
+}
+
+/// Go's profile names we cannot serve truthfully, and where their question is answered.
+const NOT_SERVED: [(&str, &str); 6] = [
+    (
+        "heap",
+        "scraper is a Rust program (mimalloc allocator, no allocation sampling): see \
+         process_resident_memory_bytes and the memory budget's scraper_memory_* series on /metrics",
+    ),
+    (
+        "allocs",
+        "scraper is a Rust program and does not sample allocations: see scraper_memory_* on /metrics",
+    ),
+    (
+        "goroutine",
+        "scraper is a Rust program: it has tasks and OS threads, not goroutines; see process_threads \
+         on /metrics",
+    ),
+    (
+        "mutex",
+        "scraper is a Rust program: lock contention is not sampled",
+    ),
+    (
+        "block",
+        "scraper is a Rust program: blocking is not sampled",
+    ),
+    (
+        "threadcreate",
+        "scraper is a Rust program: see process_threads on /metrics",
+    ),
+];
+
+/// `/debug/pprof/`: what can be fetched, as Go's index lists it.
+pub(super) async fn index() -> Response {
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>/debug/pprof/</title>\n</head>\n<body>\n<h1>/debug/pprof/</h1>\n\
+         <p>Profiles of scraper itself.</p>\n<table>\n\
+         <tr><td><a href=\"profile?seconds=30\">profile</a></td>\
+         <td>CPU profile (pprof), <code>?seconds=N</code>, default 30. \
+         <code>pyroscope.scrape</code>'s <code>profile.process_cpu</code> and \
+         <code>go tool pprof</code> read it.</td></tr>\n",
+    );
+    for (name, why) in NOT_SERVED {
+        out.push_str(&format!(
+            "<tr><td>{name}</td><td>not served: {}</td></tr>\n",
+            crate::html::escape(why)
+        ));
+    }
+    out.push_str("</table>\n</body>\n</html>\n");
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], out).into_response()
+}
+
+/// Go's other profile paths: 404 with why and where to look instead, for whoever follows the
+/// index or points `go tool pprof` at them.
+pub(super) async fn not_served(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+    let why = NOT_SERVED
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or("unknown profile", |(_, why)| why);
+    (
+        StatusCode::NOT_FOUND,
+        format!("profile {name:?} is not available: {why}\n"),
+    )
+        .into_response()
 }
