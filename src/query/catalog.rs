@@ -78,6 +78,11 @@ pub fn explain_no_match(selector: &Selector, ty: &ProfileType, sets: &[LabelSet]
         return vec!["there are no profiles at all in this range".to_string()];
     }
     let selected: Vec<&LabelSet> = sets.iter().filter(|s| selector.matches_pairs(s)).collect();
+    if selected.iter().any(|s| has_type(s, ty)) {
+        // Series of the type exist, yet nothing merged (e.g. only profiles straddling the
+        // range's start): no spelling is wrong, so no hint.
+        return Vec::new();
+    }
     if !selected.is_empty() {
         // The labels are right, the type is not.
         let types: BTreeSet<&str> = selected.iter().filter_map(|s| profile_type_of(s)).collect();
@@ -208,6 +213,8 @@ mod tests {
                 Vec::new(),
                 &["there are no profiles at all in this range"],
             ),
+            // Nothing is misspelt.
+            (r#"{service_name="scraper"}"#, &cpu, stored(), &[]),
             // A regex has no single intended value: no guess.
             (r#"{service_name=~"scrapr.*"}"#, &cpu, stored(), &[]),
         ];
