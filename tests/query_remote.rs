@@ -633,3 +633,53 @@ async fn works_from_inside_a_runtime() {
     // Dropping the source here must not panic either.
     drop(remote);
 }
+
+#[test]
+fn series_lists_label_sets_and_feed_did_you_mean() {
+    use scraper::query::catalog::{explain_no_match, format_labels, group_series};
+    let (data, _) = fixture();
+    let server = serve(Config::default(), data);
+    let remote = source(&server.fake.url(), RemoteOptions::default());
+    let (from, to) = (at(T0), at(T0 + 4 * HOUR_MS));
+
+    let app = remote
+        .series(
+            &Selector::parse(r#"{service_name="app"}"#).expect("selector"),
+            from,
+            to,
+        )
+        .expect("series");
+    let grouped = group_series(&app);
+    let keys: Vec<String> = grouped.keys().map(|l| format_labels(l)).collect();
+    assert_eq!(
+        keys,
+        [
+            r#"{pod="a", service_name="app"}"#,
+            r#"{pod="b", service_name="app"}"#
+        ]
+    );
+    let pod_a = grouped.values().next().expect("pod a");
+    assert!(
+        pod_a.contains("process_cpu:cpu:nanoseconds:cpu:nanoseconds"),
+        "{pod_a:?}"
+    );
+    assert!(pod_a.iter().any(|t| t.starts_with("memory:")), "{pod_a:?}");
+
+    // `{}` goes out as no matcher at all: every series.
+    let all = remote
+        .series(&Selector::default(), from, to)
+        .expect("series");
+    assert!(
+        server
+            .fake
+            .calls_to(SERIES)
+            .iter()
+            .any(|c| c.matchers.is_empty())
+    );
+    let misspelt = Selector::parse(r#"{service_name="ap"}"#).expect("selector");
+    let cpu = ProfileType::parse("process_cpu").expect("type");
+    assert_eq!(
+        explain_no_match(&misspelt, &cpu, &all),
+        [r#"did you mean service_name="app"?"#]
+    );
+}

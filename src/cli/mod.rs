@@ -1,10 +1,11 @@
-//! The command line: `scraper run | check | fmt | query | pgo | diff | mark | pprof | relabel |
+//! The command line: `scraper run | check | fmt | labels | series | query | pgo | diff | mark | pprof | relabel |
 //! discover | version`.
 
 mod check;
 mod diff;
 mod discover;
 mod fmt;
+mod labels;
 mod mark;
 mod pgo;
 mod pprof;
@@ -50,6 +51,10 @@ enum Command {
         #[arg(value_name = "FILE", default_value = "-")]
         files: Vec<PathBuf>,
     },
+    /// List the label names and values of the series a store or backend holds in a range.
+    Labels(labels::LabelsCmd),
+    /// List the series (label sets, with their profile types) a selector selects in a range.
+    Series(labels::SeriesCmd),
     /// Merge the profiles of a time range (local store or a Pyroscope backend) into one pprof.
     Query(query::QueryCmd),
     /// Write a window's CPU profiles as a Go PGO profile (default.pgo).
@@ -145,6 +150,8 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Check { files } => Ok(check::check(&files)),
         Command::Fmt { write, files } => Ok(fmt::fmt(&files, write)),
+        Command::Labels(args) => labels::labels(args),
+        Command::Series(args) => labels::series(args),
         Command::Query(args) => query::query(args),
         Command::Pgo(args) => pgo::pgo(args),
         Command::Diff(args) => diff::diff(args),

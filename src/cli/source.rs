@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context as _;
 use clap::Args;
 
+use crate::query::catalog::explain_no_match;
 use crate::query::local::LocalSource;
 use crate::query::remote::{RemoteOptions, RemoteSource};
 use crate::query::selector::Selector;
@@ -111,10 +112,16 @@ pub(crate) struct RangeArgs {
 impl RangeArgs {
     /// The query for this range, times relative to now.
     pub(crate) fn query(&self, args: &QueryArgs) -> anyhow::Result<Query> {
+        let (from, to) = self.times()?;
+        args.build(from, to)
+    }
+
+    /// `(from, to)`, relative to now.
+    pub(crate) fn times(&self) -> anyhow::Result<(SystemTime, SystemTime)> {
         let now = SystemTime::now();
         let from = crate::query::time::parse_time(&self.from, now).map_err(anyhow::Error::msg)?;
         let to = crate::query::time::parse_time(&self.to, now).map_err(anyhow::Error::msg)?;
-        args.build(from, to)
+        Ok((from, to))
     }
 }
 
@@ -130,13 +137,25 @@ pub(crate) fn fetch(
         .with_context(|| format!("querying {what}"))?;
     bar.finish();
     merged.ok_or_else(|| {
-        anyhow::anyhow!(
+        let mut message = format!(
             "no {} profiles match {} in {what} ({}..{})",
             query.profile_type.name,
             query.selector,
             crate::gocompat::time::rfc3339_millis(query.from),
             crate::gocompat::time::rfc3339_millis(query.to),
-        )
+        );
+        // The hint is best effort: a source that cannot list its series (a backend refusing
+        // `Series`) still gets the plain message.
+        match source.series(&Selector::default(), query.from, query.to) {
+            Ok(all) => {
+                for hint in explain_no_match(&query.selector, &query.profile_type, &all) {
+                    message.push_str("; ");
+                    message.push_str(&hint);
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "listing series for a hint failed"),
+        }
+        anyhow::anyhow!(message)
     })
 }
 

@@ -7,6 +7,8 @@ use std::time::SystemTime;
 use crate::pprof::proto::Profile;
 use crate::store::db::Db;
 
+use super::catalog::LabelSet;
+use super::selector::Selector;
 use super::source::{Mark, Merged, ProfileSource, Query, QueryError, reduce_to};
 
 /// Profiles merged per step: bounds memory to a batch of decoded profiles plus the running
@@ -117,6 +119,22 @@ impl ProfileSource for LocalSource {
                 _ => Ok(None),
             },
         }
+    }
+
+    fn series(
+        &self,
+        selector: &Selector,
+        from: SystemTime,
+        to: SystemTime,
+    ) -> Result<Vec<LabelSet>, QueryError> {
+        Ok(self
+            .db
+            .series_in(from, to)
+            .map_err(|e| QueryError::Store(e.to_string()))?
+            .into_iter()
+            .map(|s| s.labels)
+            .filter(|labels| selector.matches_pairs(labels))
+            .collect())
     }
 
     fn marks(&self, from: SystemTime, to: SystemTime) -> Result<Vec<Mark>, QueryError> {

@@ -4,9 +4,11 @@
 //! * [`selector`]: label selectors, `{service_name="x", namespace=~"otel.*"}`.
 //! * [`time`]: `now-1h`, RFC 3339 and Unix times, and `FROM..TO` ranges.
 //! * [`source`]: the [`source::ProfileSource`] trait, queries and marks.
+//! * [`catalog`]: what a source holds (label sets, values) and "did you mean" hints.
 //! * [`local`]: the source backed by a store directory.
 //! * [`remote`]: the source backed by `querier.v1.QuerierService`.
 
+pub mod catalog;
 pub mod local;
 pub mod remote;
 pub mod selector;

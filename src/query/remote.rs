@@ -20,7 +20,7 @@
 //!
 //! The CLI is synchronous; each source owns a current-thread tokio runtime and blocks on it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -28,6 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use prost::Message as _;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
+use super::catalog::LabelSet;
 use super::selector::{MatchOp, Matcher, Selector};
 use super::source::{Mark, Merged, ProfileSource, Query, QueryError};
 use crate::httpclient::body::{ReadError, read_limited};
@@ -345,11 +346,11 @@ impl RemoteSource {
     /// The label sets of the series matching `matcher` in one chunk, labels sorted.
     async fn series_chunk(
         &self,
-        matcher: &str,
+        matchers: &[String],
         (start, end): (i64, i64),
     ) -> Result<Vec<Vec<(String, String)>>, QueryError> {
         let request = wire::SeriesRequest {
-            matchers: vec![matcher.to_string()],
+            matchers: matchers.to_vec(),
             label_names: Vec::new(),
             start,
             end,
@@ -508,7 +509,10 @@ impl ProfileSource for RemoteSource {
                 };
                 // The count is informational: a backend (or proxy) refusing `Series` should
                 // not cost the profile.
-                let labels = match self.series_chunk(series_matcher, range).await {
+                let labels = match self
+                    .series_chunk(std::slice::from_ref(series_matcher), range)
+                    .await
+                {
                     Ok(labels) => Some(labels),
                     Err(e) => {
                         tracing::warn!(error = %e, "counting series failed");
@@ -540,6 +544,29 @@ impl ProfileSource for RemoteSource {
             profiles: 0,
             series: if series_known { series.len() } else { 0 },
         }))
+    }
+
+    /// `Series` over the range in 24 h chunks, as queries are; `{}` is sent as no matcher at
+    /// all, which the querier reads as "every series".
+    fn series(
+        &self,
+        selector: &Selector,
+        from: SystemTime,
+        to: SystemTime,
+    ) -> Result<Vec<LabelSet>, QueryError> {
+        let matchers: Vec<String> = if selector.matchers.is_empty() {
+            Vec::new()
+        } else {
+            vec![selector.to_string()]
+        };
+        let mut out: BTreeSet<LabelSet> = BTreeSet::new();
+        for range in chunks(from, to) {
+            let matchers = &matchers;
+            out.extend(
+                self.block_on(move || async move { self.series_chunk(matchers, range).await })??,
+            );
+        }
+        Ok(out.into_iter().collect())
     }
 
     /// Always empty: Pyroscope has no marks.

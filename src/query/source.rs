@@ -131,6 +131,15 @@ pub trait ProfileSource {
 
     /// Marks recorded between `from` and `to`, oldest first.
     fn marks(&self, from: SystemTime, to: SystemTime) -> Result<Vec<Mark>, QueryError>;
+
+    /// The label sets (sorted, `__name__` included) of the series `selector` selects that
+    /// have profiles between `from` and `to`, in no particular order.
+    fn series(
+        &self,
+        selector: &Selector,
+        from: SystemTime,
+        to: SystemTime,
+    ) -> Result<Vec<super::catalog::LabelSet>, QueryError>;
 }
 
 /// Keeps only the sample type `ty` of `profile` (values of the other types dropped), so that

@@ -413,6 +413,31 @@ impl Db {
         self.all_series(&txn)
     }
 
+    /// The series with at least one profile in `[from, to)`: one index seek per series, so
+    /// cheap even for long ranges.
+    pub fn series_in(&self, from: SystemTime, to: SystemTime) -> Result<Vec<Series>, StoreError> {
+        let (from, to) = (to_nanos(from), to_nanos(to));
+        if from >= to {
+            return Ok(Vec::new());
+        }
+        let f = &self.file;
+        let handle = self.read();
+        let txn = self.begin_read(&handle)?;
+        let chunks = txn.open_table(CHUNKS).at(f)?;
+        let mut out = Vec::new();
+        for s in self.all_series(&txn)? {
+            if chunks
+                .range((s.id, from, 0)..(s.id, to, 0))
+                .at(f)?
+                .next()
+                .is_some()
+            {
+                out.push(s);
+            }
+        }
+        Ok(out)
+    }
+
     pub(crate) fn all_series(&self, txn: &ReadTransaction) -> Result<Vec<Series>, StoreError> {
         let f = &self.file;
         let table = txn.open_table(SERIES).at(f)?;
