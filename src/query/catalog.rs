@@ -134,25 +134,9 @@ pub fn preview(values: &BTreeSet<String>, max: usize) -> String {
     }
 }
 
-/// The candidate nearest to `name` if it is a likely typo (the same rule as the config
-/// checker's suggestions, `syntax::suggest`, which this layer may not call): one edit for
-/// names up to four characters, two up to 17, then one per six; transpositions count as one
-/// edit and case is ignored. Ties go to the earliest candidate.
+/// The candidate nearest to `name` if it is a likely typo: the config checker's rule.
 fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let len = name.chars().count();
-    let allowed = if len <= 4 { 1 } else { (len / 6).max(2) };
-    let lower = name.to_lowercase();
-    let mut best: Option<(usize, &'a str)> = None;
-    for c in candidates {
-        if c == name {
-            continue;
-        }
-        let d = strsim::osa_distance(&lower, &c.to_lowercase());
-        if d <= allowed && best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
-        }
-    }
-    best.map(|(_, c)| c)
+    crate::syntax::suggest::nearest(name, candidates)
 }
 
 #[cfg(test)]
