@@ -169,3 +169,62 @@ async fn serves_a_cpu_profile_of_itself_and_stops_on_sigint() {
     let status = s.wait_exit(Duration::from_secs(15));
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test]
+async fn the_targets_page_shows_a_down_target_and_its_error() {
+    // A port nothing listens on: the target is down with a connection error.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let config = format!(
+        r#"pyroscope.debug "sink" {{}}
+
+pyroscope.scrape "app" {{
+  targets         = [{{"__address__" = "127.0.0.1:{port}", "service_name" = "down-app"}}]
+  forward_to      = [pyroscope.debug.sink.receiver]
+  scrape_interval = "1s"
+
+  profiling_config {{
+    profile.process_cpu {{
+      enabled = false
+    }}
+    profile.goroutine {{
+      enabled = false
+    }}
+    profile.mutex {{
+      enabled = false
+    }}
+    profile.block {{
+      enabled = false
+    }}
+  }}
+}}
+"#
+    );
+    let s = Scraper::start(&config);
+    let client = reqwest::Client::new();
+    let mut page = String::new();
+    // A hang guard, not a timing: the first scrape fails within a second or two.
+    for _ in 0..300 {
+        page = get(&client, &s.url("/targets?health=down")).await.1;
+        if page.contains("down-app") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(page.contains("<h2>pyroscope.scrape.app"), "{page}");
+    assert!(page.contains("<td class=\"down\">down</td>"), "{page}");
+    assert!(page.contains("service_name=&quot;down-app&quot;"), "{page}");
+    assert!(
+        page.to_lowercase().contains("refused"),
+        "the connection error is shown: {page}\nlogs:\n{}",
+        s.logs()
+    );
+    let up = get(&client, &s.url("/targets?health=up")).await.1;
+    assert!(up.contains("(0 of 1 shown)"), "{up}");
+    let (status, index) = get(&client, &s.url("/")).await;
+    assert_eq!(status, 200);
+    assert!(index.contains("href=\"/targets\""), "{index}");
+}

@@ -1,6 +1,7 @@
 //! The HTTP server, with Alloy's endpoints: `/metrics`, `/-/ready`, `/-/healthy`, `/-/reload`,
 //! the component API under `/api/v0/web/`, marks (`POST /api/v0/marks`, stored by every
-//! `pyroscope.store`), a plain HTML overview at `/`, and `/debug/pprof/` (an index and
+//! `pyroscope.store`), a plain HTML overview at `/`, the targets page at `/targets`, and
+//! `/debug/pprof/` (an index and
 //! `profile`, a CPU profile of scraper itself; Go's heap and goroutine profiles answer 404 with
 //! why: see `pprof`).
 //!
@@ -12,6 +13,7 @@ mod lifecycle;
 mod marks;
 mod metrics;
 mod pprof;
+mod targets;
 mod ui;
 
 use std::path::PathBuf;
@@ -53,6 +55,7 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(ui::index))
+        .route("/targets", get(targets::page))
         .route("/metrics", get(metrics::metrics))
         .route("/-/ready", get(lifecycle::ready))
         .route("/-/healthy", get(lifecycle::healthy))

@@ -28,6 +28,7 @@ fn render(components: &[ComponentInfo], ready: bool) -> String {
     let _ = writeln!(
         out,
         "<p>{} &middot; {} component(s) &middot; <a href=\"/metrics\">metrics</a> &middot; \
+         <a href=\"/targets\">targets</a> &middot; \
          <a href=\"/api/v0/web/components\">API</a> &middot; \
          <a href=\"/debug/pprof/\">profile scraper</a></p>",
         if ready { "ready" } else { "not ready" },
