@@ -1428,11 +1428,8 @@ mod proptests {
 mod seeds {
     use crate::pprof::testutil::{B, HEAP};
 
-    /// Writes the synthetic seeds of fuzz/corpus (fuzz/make-seeds.sh runs this).
-    #[test]
-    #[ignore = "writes files; run by fuzz/make-seeds.sh"]
-    fn write_fuzz_seeds() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    /// The synthetic seeds of fuzz/corpus: (target, file name, bytes).
+    fn fuzz_seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         let old = B::new(HEAP)
             .sample(&["a", "main"], &[10, 100, 1, 10])
             .labeled(&["b", "a", "main"], &[3, 30, 0, 0], &[("k", "v")])
@@ -1459,15 +1456,44 @@ mod seeds {
             v.extend_from_slice(b);
             v
         };
-        let write = |target: &str, name: &str, bytes: &[u8]| {
-            let d = dir.join(target);
+        vec![
+            ("decode", "synthetic-heap", new.clone()),
+            ("decode", "synthetic-heap.gz", crate::pprof::gzip(&old, 1)),
+            ("delta", "synthetic-heap", pair(&old, &new, false)),
+            ("delta", "synthetic-heap-all", pair(&old, &new, true)),
+            ("delta", "synthetic-reset", pair(&new, &old, false)),
+        ]
+    }
+
+    fn corpus() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus")
+    }
+
+    /// Writes the synthetic seeds of fuzz/corpus (fuzz/make-seeds.sh runs this).
+    #[test]
+    #[ignore = "writes files; run by fuzz/make-seeds.sh (committed_fuzz_seeds_are_current checks them)"]
+    fn write_fuzz_seeds() {
+        for (target, name, bytes) in fuzz_seeds() {
+            let d = corpus().join(target);
             std::fs::create_dir_all(&d).expect("mkdir");
             std::fs::write(d.join(name), bytes).expect("write seed");
-        };
-        write("decode", "synthetic-heap", &new);
-        write("decode", "synthetic-heap.gz", &crate::pprof::gzip(&old, 1));
-        write("delta", "synthetic-heap", &pair(&old, &new, false));
-        write("delta", "synthetic-heap-all", &pair(&old, &new, true));
-        write("delta", "synthetic-reset", &pair(&new, &old, false));
+        }
+    }
+
+    /// The regenerate-and-diff half of `write_fuzz_seeds`, which CI runs: the committed seeds
+    /// are what the code writes today (a change to the builder or the layout fails here until
+    /// `fuzz/make-seeds.sh decode delta` is run).
+    #[test]
+    fn committed_fuzz_seeds_are_current() {
+        for (target, name, bytes) in fuzz_seeds() {
+            let path = corpus().join(target).join(name);
+            let committed = std::fs::read(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                committed == bytes,
+                "{} is stale: run fuzz/make-seeds.sh decode delta",
+                path.display()
+            );
+        }
     }
 }
