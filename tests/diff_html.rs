@@ -181,9 +181,11 @@ fn html_report_in_chromium() {
         let required = std::env::var("SCRAPER_REQUIRE_CHROMIUM").is_ok_and(|v| v == "1");
         assert!(
             !required,
-            "SCRAPER_REQUIRE_CHROMIUM=1 but no chromium on PATH (apt-get install chromium)"
+            "SCRAPER_REQUIRE_CHROMIUM=1 but no chromium on PATH (Debian package chromium; .ci/run installs it)"
         );
-        eprintln!("skipping: chromium is not installed (apt-get install chromium)");
+        eprintln!(
+            "skipping: chromium is not installed (Debian package chromium; .ci/run installs it)"
+        );
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");

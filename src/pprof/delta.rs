@@ -1487,8 +1487,8 @@ mod seeds {
     fn committed_fuzz_seeds_are_current() {
         for (target, name, bytes) in fuzz_seeds() {
             let path = corpus().join(target).join(name);
-            let committed = std::fs::read(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let committed =
+                std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert!(
                 committed == bytes,
                 "{} is stale: run fuzz/make-seeds.sh decode delta",

@@ -47,9 +47,9 @@ impl Require {
         };
         assert!(
             !self.is_set(),
-            "{set} but {what} (apt-get install -y {install})"
+            "{set} but {what} (Debian packages {install}; .ci/run installs them)"
         );
-        eprintln!("skipped: {what}");
+        eprintln!("skipped: {what} (Debian packages {install}; .ci/run installs them)");
     }
 
     /// Whether `go` runs; reports it when not.

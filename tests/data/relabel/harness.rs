@@ -93,10 +93,10 @@ pub fn prometheus_or_skip(test: &str) -> Option<PathBuf> {
             assert!(
                 !required,
                 "{test}: SCRAPER_REQUIRE_ORACLE=1 but no `prometheus` binary was found \
-                 (install Debian's package: apt-get install -y prometheus)"
+                 (Debian package prometheus; .ci/run installs it)"
             );
             eprintln!(
-                "SKIPPED {test}: no `prometheus` binary (apt-get install -y prometheus); \
+                "SKIPPED {test}: no `prometheus` binary (Debian package prometheus; .ci/run installs it); \
                  set SCRAPER_REQUIRE_ORACLE=1 to make this a failure"
             );
             None
