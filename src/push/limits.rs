@@ -84,15 +84,6 @@ pub struct TypeKept {
 }
 
 impl TypeKept {
-    /// The fraction kept; 1 for a type whose values are all zero.
-    pub fn share(&self) -> f64 {
-        if self.total == 0 {
-            1.0
-        } else {
-            self.kept as f64 / self.total as f64
-        }
-    }
-
     /// Tenths of a percent kept, rounded down (exact: 95.0% is never shown for less).
     pub fn permille(&self) -> u128 {
         // kept <= total < 2^96, so times 1000 fits.

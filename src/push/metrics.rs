@@ -230,7 +230,7 @@ pub struct EndpointMetrics {
     sent_bytes: Counter,
     retries: Counter,
     /// Per [`TrimReason`], indexed by its discriminant.
-    trimmed: [Counter; 3],
+    trimmed: [Counter; TrimReason::ALL.len()],
     /// Rate limits of the trimming log lines, shared by the endpoint's senders.
     trim_log: std::sync::Arc<TrimLog>,
     failing: Gauge,

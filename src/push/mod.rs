@@ -208,13 +208,14 @@ impl Pipeline {
             .collect();
         for ep in &removed {
             tracing::info!(component = %self.id, endpoint = %ep.settings.url, "endpoint removed; dropping its queue");
-            // Whatever it was going through is over for us.
-            ep.metrics.failing(false);
             if !next
                 .endpoints
                 .iter()
                 .any(|n| n.settings.url == ep.settings.url)
             {
+                // Whatever it was going through is over for us. Not when an endpoint with the
+                // same URL stays: they share the series, and the one that stays may be failing.
+                ep.metrics.failing(false);
                 lock(&self.retired_metrics).push(ep.metrics.clone());
             }
         }

@@ -1,6 +1,7 @@
 //! What a source holds, for `scraper labels` and `scraper series`, and the "did you mean" hint
 //! when a query matches nothing.
 
+use crate::syntax::suggest::nearest;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::selector::{MatchOp, Selector};
@@ -132,11 +133,6 @@ pub fn preview(values: &BTreeSet<String>, max: usize) -> String {
     } else {
         shown.join(", ")
     }
-}
-
-/// The candidate nearest to `name` if it is a likely typo: the config checker's rule.
-fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    crate::syntax::suggest::nearest(name, candidates)
 }
 
 #[cfg(test)]

@@ -138,7 +138,7 @@ pub struct Unevaluated {
 
 /// Evaluates what can be evaluated: the body has every attribute, those that failed with a
 /// null value, and the failures are returned beside it, so that the rest of the block can still
-/// be decoded and checked (see `decode::from_body_partial`).
+/// be decoded and checked (see `decode::from_body_lenient`).
 pub fn eval_body_partial(body: &ast::Body, scope: &Scope) -> (EvaluatedBody, Vec<Unevaluated>) {
     let mut failed = Vec::new();
     let out = eval_body_into(body, scope, &mut failed, true);

@@ -112,7 +112,7 @@ pub struct Status {
     pub last_scrape: Option<SystemTime>,
     pub last_duration: Option<Duration>,
     /// What the last successful scrape led to.
-    pub last_outcome: String,
+    pub last_outcome: &'static str,
     pub scrapes: u64,
     pub failures: u64,
     pub forwarded: u64,
@@ -138,7 +138,7 @@ impl Default for Status {
             delta_mode: "subtracted",
             last_scrape: None,
             last_duration: None,
-            last_outcome: String::new(),
+            last_outcome: "",
             scrapes: 0,
             failures: 0,
             forwarded: 0,
@@ -465,7 +465,7 @@ async fn scrape_once(
             s.health = TargetHealth::Up;
             s.last_error = None;
             s.consecutive_failures = 0;
-            s.last_outcome = text.to_string();
+            s.last_outcome = text;
         }
         Err(e) => {
             let repeated = s.health == TargetHealth::Down
@@ -575,9 +575,8 @@ fn shed(
     s.shed_after_request += u64::from(after_request);
     s.last_outcome = if dropped_state {
         "shed: no room in the memory budget; delta state dropped, the next scrape is a new baseline"
-            .to_string()
     } else {
-        "shed: no room in the memory budget".to_string()
+        "shed: no room in the memory budget"
     };
     let first = !s.shedding;
     s.shedding = true;
