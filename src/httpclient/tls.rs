@@ -47,19 +47,21 @@ pub(crate) fn client_config(
     let base: Arc<dyn ServerCertVerifier> = if cfg.insecure_skip_verify {
         Arc::new(AcceptAny { algorithms })
     } else if let Some(ca) = ca {
-        let mut roots = RootCertStore::empty();
-        let mut n = 0;
-        for cert in CertificateDer::pem_slice_iter(&ca) {
-            let cert = cert.map_err(|e| HttpClientError::Tls(format!("parsing CA: {e}")))?;
-            roots
-                .add(cert)
-                .map_err(|e| HttpClientError::Tls(format!("adding CA: {e}")))?;
-            n += 1;
-        }
-        if n == 0 {
+        // Parsed once: the same certificates are webpki's roots and the pool a pinned leaf is
+        // looked up in.
+        let pool: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&ca)
+            .collect::<Result<_, _>>()
+            .map_err(|e| HttpClientError::Tls(format!("parsing CA: {e}")))?;
+        if pool.is_empty() {
             return Err(HttpClientError::Tls(
                 "unable to use specified CA cert: no certificates found".into(),
             ));
+        }
+        let mut roots = RootCertStore::empty();
+        for cert in &pool {
+            roots
+                .add(cert.clone())
+                .map_err(|e| HttpClientError::Tls(format!("adding CA: {e}")))?;
         }
         let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
             Arc::new(roots),
@@ -67,10 +69,6 @@ pub(crate) fn client_config(
         )
         .build()
         .map_err(|e| HttpClientError::Tls(e.to_string()))?;
-        let pool = CertificateDer::pem_slice_iter(&ca)
-            .filter_map(Result::ok)
-            .map(CertificateDer::into_owned)
-            .collect();
         Arc::new(GoRoots {
             inner: webpki,
             pool,

@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::config::{LimitsConfig, QueueConfig, header_problems, push_url};
 use self::endpoint::{Endpoint, Senders};
-pub use self::endpoint::{Protocol, Settings};
+pub use self::endpoint::{Protocol, Settings, backoff_delay};
 use self::events::{Drop, DropsSummarized, InvalidLabels};
 use self::metrics::EndpointMetrics;
 pub use self::metrics::{Reason, WriteMetrics};

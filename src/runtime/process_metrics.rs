@@ -48,7 +48,11 @@ impl ProcessStats {
             .ok()
             .and_then(|text| parse_stat(&text, ticks, page))
             .unwrap_or_default();
-        if let (Some(start), Some(boot)) = (stats.start_time_seconds, boot_time()) {
+        // The boot time never changes: /proc/stat (large on big machines) is read once.
+        static BOOT_TIME: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
+        if let (Some(start), Some(boot)) =
+            (stats.start_time_seconds, *BOOT_TIME.get_or_init(boot_time))
+        {
             stats.start_time_seconds = Some(start + boot);
         } else {
             stats.start_time_seconds = None;

@@ -131,13 +131,15 @@ pub struct Selectors {
     pub field: Option<String>,
 }
 
-/// Retry pacing: `retry_initial` doubling to `retry_max`, back to `retry_initial` once no
-/// failure came for [`Backoff::RESET`].
+/// Retry pacing: from `retry_initial` doubling to `retry_max`, with jitter (the push engine's
+/// `backoff_delay`: retry n waits a uniform time in `[initial·2^(n-1), initial·2^n)`, capped),
+/// back to the start once no failure came for [`Backoff::RESET`]. Without jitter, the watches
+/// of every role and namespace would all retry a restarting API server at the same instants.
 #[derive(Debug)]
 pub(super) struct Backoff {
     initial: Duration,
     max: Duration,
-    next: Duration,
+    failures: u32,
     last: Option<Instant>,
 }
 
@@ -149,7 +151,7 @@ impl Backoff {
         Backoff {
             initial: timeouts.retry_initial,
             max: timeouts.retry_max.max(timeouts.retry_initial),
-            next: timeouts.retry_initial,
+            failures: 0,
             last: None,
         }
     }
@@ -160,14 +162,16 @@ impl Backoff {
             .last
             .is_some_and(|t| now.saturating_duration_since(t) > Self::RESET)
         {
-            self.next = self.initial;
+            self.failures = 0;
         }
-        let d = self.next;
-        self.next = (self.next * 2).min(self.max);
+        self.failures = self.failures.saturating_add(1);
         self.last = Some(now);
-        d
+        crate::push::backoff_delay(self.initial, self.max, self.failures)
     }
 }
+
+/// A second 410 this soon after the last one is backed off from like any failure.
+const EXPIRED_AGAIN: Duration = Duration::from_secs(10);
 
 /// A watch that ends by itself this soon without a single event is a failure (client-go's
 /// "very short watch"): retrying it at once would be a busy loop.
@@ -206,6 +210,9 @@ struct ListWatch<K> {
     backoff: Backoff,
     /// Set after a failure: the wait before the next request.
     wait: Option<Duration>,
+    /// When the last 410 came: another within [`EXPIRED_AGAIN`] is a failure to back off from,
+    /// not routine (a server answering 410 to every watch must not make us spin).
+    expired_at: Option<Instant>,
     phase: Phase<K>,
 }
 
@@ -226,6 +233,7 @@ where
         wrap,
         backoff: Backoff::new(&timeouts),
         wait: None,
+        expired_at: None,
         phase: Phase::Relist,
     };
     futures::stream::unfold(lw, |mut lw| async move {
@@ -252,8 +260,21 @@ where
             let (event, next) = self.step(phase).await;
             self.phase = next;
             if let Some(event) = event {
-                if matches!(event, WatchEvent::Error(_)) {
-                    self.wait = Some(self.backoff.delay(Instant::now()));
+                // A 410 is routine (the version was compacted away): relist at once, without
+                // waiting or growing the wait the next real failure gets; unless the relist
+                // that followed the last 410 ran into another.
+                if let WatchEvent::Error(f) = &event {
+                    let now = Instant::now();
+                    let routine = f.reason == FailureReason::Expired
+                        && self
+                            .expired_at
+                            .is_none_or(|t| now.duration_since(t) >= EXPIRED_AGAIN);
+                    if f.reason == FailureReason::Expired {
+                        self.expired_at = Some(now);
+                    }
+                    if !routine {
+                        self.wait = Some(self.backoff.delay(now));
+                    }
                 }
                 return event;
             }
@@ -515,21 +536,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_doubles_to_its_cap_and_resets_after_two_quiet_minutes() {
+    fn backoff_doubles_to_its_cap_with_jitter_and_resets_after_two_quiet_minutes() {
         let t = Timeouts::default();
         let mut b = Backoff::new(&t);
         let start = Instant::now();
-        let delays: Vec<Duration> = (0..8)
-            .map(|i| b.delay(start + Duration::from_secs(i)))
+        let ms: Vec<u128> = (0..8)
+            .map(|i| b.delay(start + Duration::from_secs(i)).as_millis())
             .collect();
-        let ms = |d: &Duration| d.as_millis();
-        assert_eq!(
-            delays.iter().map(ms).collect::<Vec<_>>(),
-            [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]
-        );
+        // Retry n waits within [800·2^(n-1), 800·2^n) ms, capped at 30 s.
+        let bounds = [
+            (800, 1600),
+            (1600, 3200),
+            (3200, 6400),
+            (6400, 12800),
+            (12800, 25600),
+            (25600, 30000),
+            (30000, 30000),
+            (30000, 30000),
+        ];
+        for (d, (lo, hi)) in ms.iter().zip(bounds) {
+            assert!(*d >= lo && *d <= hi, "{ms:?}");
+        }
         // Within two minutes of the last failure the pace holds; after, it starts over.
         assert_eq!(b.delay(start + Duration::from_secs(100)).as_secs(), 30);
-        assert_eq!(b.delay(start + Duration::from_secs(221)).as_millis(), 800);
+        let again = b.delay(start + Duration::from_secs(221)).as_millis();
+        assert!((800..1600).contains(&again), "{again}");
     }
 
     #[test]
