@@ -154,16 +154,57 @@ async fn serves_a_cpu_profile_of_itself_and_stops_on_sigint() {
     let body = resp.bytes().await.expect("body");
     assert_eq!(&body[..2], &[0x1f, 0x8b], "gzip");
 
-    // The index lists what is served; Go's heap and goroutine profiles say why they are not.
+    // The index lists what is served; Go's allocs profile says why it is not.
     let (status, index) = get(&client, &s.url("/debug/pprof/")).await;
     assert_eq!(status, 200);
     assert!(index.contains("href=\"profile?seconds=30\""), "{index}");
-    assert!(index.contains("heap</td><td>not served"), "{index}");
-    for name in ["heap", "allocs", "goroutine"] {
+    assert!(index.contains("href=\"goroutine?debug=1\""), "{index}");
+    assert!(index.contains("allocs</td><td>not served"), "{index}");
+    for name in ["allocs", "mutex"] {
         let (status, text) = get(&client, &s.url(&format!("/debug/pprof/{name}"))).await;
         assert_eq!(status, 404, "{name}");
         assert!(text.contains("scraper is a Rust program"), "{name}: {text}");
     }
+    // goroutine: the live tasks by name, as pprof and as text; the HTTP server's task is one.
+    let frames = |p: &scraper::pprof::proto::Profile| -> Vec<String> {
+        p.function
+            .iter()
+            .map(|f| p.string_table[f.name as usize].clone())
+            .collect()
+    };
+    let bytes = client
+        .get(s.url("/debug/pprof/goroutine"))
+        .send()
+        .await
+        .expect("goroutine")
+        .bytes()
+        .await
+        .expect("body");
+    let p = scraper::pprof::decode(&bytes, &Default::default()).expect("a valid profile");
+    assert!(frames(&p).iter().any(|f| f == "server"), "{:?}", frames(&p));
+    let (status, text) = get(&client, &s.url("/debug/pprof/goroutine?debug=1")).await;
+    assert_eq!(status, 200);
+    assert!(text.contains("@ server (async)"), "{text}");
+    // heap: resident memory by account, adding up to the resident size.
+    let bytes = client
+        .get(s.url("/debug/pprof/heap"))
+        .send()
+        .await
+        .expect("heap")
+        .bytes()
+        .await
+        .expect("body");
+    let p = scraper::pprof::decode(&bytes, &Default::default()).expect("a valid profile");
+    let total: i64 = p.sample.iter().map(|x| x.value[0]).sum();
+    assert!(total > 1 << 20, "resident memory of {total} bytes");
+    assert!(
+        frames(&p).iter().any(|f| f == "unaccounted"),
+        "{:?}",
+        frames(&p)
+    );
+    let (status, text) = get(&client, &s.url("/debug/pprof/heap?debug=1")).await;
+    assert_eq!(status, 200);
+    assert!(text.contains("resident"), "{text}");
 
     s.signal(libc::SIGINT);
     let status = s.wait_exit(Duration::from_secs(15));

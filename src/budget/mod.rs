@@ -38,7 +38,7 @@
 
 mod limit;
 mod metrics;
-mod rss;
+pub mod rss;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -56,7 +56,9 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
         storage_path: args.storage_path.clone(),
         metrics,
         logging: Some(logging),
-        services: Services::default().with(budget).with(stores.clone()),
+        services: Services::default()
+            .with(budget.clone())
+            .with(stores.clone()),
     });
     // Listen before loading, as Alloy does: `/-/ready` answers 503 while the config loads.
     let listener = TcpListener::bind(&args.listen_addr)
@@ -71,6 +73,7 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
         controller: controller.clone(),
         config_path: args.file.clone(),
         stores,
+        budget,
     };
     let stop_server = CancellationToken::new();
     let mut server = crate::runtime::task::spawn(

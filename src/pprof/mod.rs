@@ -7,7 +7,9 @@
 //! * [`delta`]: client-side deltas of cumulative profiles with compact per-series state, on a
 //!   zero-copy decoder (`view`);
 //! * [`merge()`](merge::merge) and [`trim`]: combining profiles and fitting backend limits;
-//! * [`info`]: a summary for `scraper pprof info`.
+//! * [`info`]: a summary for `scraper pprof info`;
+//! * [`named`]: profiles whose frames are plain names (folded text, scraper's own tasks and
+//!   memory).
 //!
 //! Errors are [`PprofError`] values naming the problem; nothing here panics on input.
 
@@ -16,6 +18,7 @@ pub mod delta;
 mod error;
 pub mod info;
 pub mod merge;
+pub mod named;
 pub mod pgo;
 pub mod proto;
 #[doc(hidden)]

@@ -3,8 +3,13 @@
 //! component starts). Log lines from inside carry both, so a line says which component and
 //! which of its tasks wrote it, and a stuck task can be found by name in a tracing dump.
 //! Tokio's own task names need `tokio_unstable`; a span needs nothing.
+//!
+//! Every task spawned here is also counted by name while it lives ([`live`]): what
+//! `/debug/pprof/goroutine` shows of scraper, the nearest true thing to Go's goroutine profile.
 
+use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Mutex;
 
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
@@ -21,13 +26,71 @@ fn span(name: &'static str) -> tracing::Span {
     }
 }
 
+/// Whether a counted task is a future on the runtime or a job on the blocking pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Async,
+    Blocking,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Async => "async",
+            Kind::Blocking => "blocking",
+        }
+    }
+}
+
+/// Live tasks by name and kind. Process-wide like the tasks themselves (a task spawned by one
+/// component outlives no registry handed to it); one lock per spawn and per end, never per poll.
+static LIVE: Mutex<BTreeMap<(&'static str, Kind), usize>> = Mutex::new(BTreeMap::new());
+
+/// Counts a task while it is alive: dropped when the task ends, is aborted or panics.
+struct Census(&'static str, Kind);
+
+impl Census {
+    fn enter(name: &'static str, kind: Kind) -> Census {
+        *crate::sync::lock(&LIVE).entry((name, kind)).or_default() += 1;
+        Census(name, kind)
+    }
+}
+
+impl Drop for Census {
+    fn drop(&mut self) {
+        let mut live = crate::sync::lock(&LIVE);
+        if let Some(n) = live.get_mut(&(self.0, self.1)) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                live.remove(&(self.0, self.1));
+            }
+        }
+    }
+}
+
+/// The tasks alive now: `(name, kind, count)`, by name.
+pub fn live() -> Vec<(&'static str, Kind, usize)> {
+    crate::sync::lock(&LIVE)
+        .iter()
+        .map(|(&(name, kind), &n)| (name, kind, n))
+        .collect()
+}
+
+fn counted<F: Future>(name: &'static str, future: F) -> impl Future<Output = F::Output> {
+    let census = Census::enter(name, Kind::Async);
+    async move {
+        let _census = census;
+        future.await
+    }
+}
+
 /// `tokio::spawn` on the current runtime, inside a span named `name`.
 pub fn spawn<F>(name: &'static str, future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    tokio::spawn(future.instrument(span(name)))
+    tokio::spawn(counted(name, future).instrument(span(name)))
 }
 
 /// [`spawn`] on a given runtime (for code that may run outside one, holding its handle).
@@ -40,7 +103,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    runtime.spawn(future.instrument(span(name)))
+    runtime.spawn(counted(name, future).instrument(span(name)))
 }
 
 /// `tokio::task::spawn_blocking`, inside a span named `name`.
@@ -50,7 +113,11 @@ where
     R: Send + 'static,
 {
     let span = span(name);
-    tokio::task::spawn_blocking(move || span.in_scope(f))
+    let census = Census::enter(name, Kind::Blocking);
+    tokio::task::spawn_blocking(move || {
+        let _census = census;
+        span.in_scope(f)
+    })
 }
 
 #[cfg(test)]
@@ -84,6 +151,43 @@ mod tests {
             let mut names = crate::sync::lock(&self.0);
             attrs.record(&mut Visit(&mut names));
         }
+    }
+
+    fn count(name: &str, kind: super::Kind) -> usize {
+        super::live()
+            .into_iter()
+            .find(|(n, k, _)| *n == name && *k == kind)
+            .map_or(0, |(_, _, c)| c)
+    }
+
+    #[test]
+    fn live_tasks_are_counted_until_they_end() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let task = super::spawn("test.census", async move {
+                let _ = rx.await;
+            });
+            let parked = super::spawn("test.census", std::future::pending::<()>());
+            assert_eq!(count("test.census", super::Kind::Async), 2);
+            let _ = tx.send(());
+            task.await.expect("joined");
+            assert_eq!(count("test.census", super::Kind::Async), 1);
+            parked.abort();
+            let _ = parked.await;
+            assert_eq!(count("test.census", super::Kind::Async), 0);
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let job = super::spawn_blocking("test.census", move || {
+                let _ = rx.recv();
+            });
+            assert_eq!(count("test.census", super::Kind::Blocking), 1);
+            let _ = tx.send(());
+            job.await.expect("joined");
+            assert_eq!(count("test.census", super::Kind::Blocking), 0);
+        });
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! The HTTP server, with Alloy's endpoints: `/metrics`, `/-/ready`, `/-/healthy`, `/-/reload`,
 //! the component API under `/api/v0/web/`, marks (`POST /api/v0/marks`, stored by every
 //! `pyroscope.store`), a plain HTML overview at `/`, the targets page at `/targets`, and
-//! `/debug/pprof/` (an index and
-//! `profile`, a CPU profile of scraper itself; Go's heap and goroutine profiles answer 404 with
-//! why: see `pprof`).
+//! `/debug/pprof/` (an index; `profile`, a CPU profile of scraper itself; `goroutine`, its live
+//! tasks; `heap`, its resident memory by account; Go's other profiles answer 404 with why: see
+//! `pprof`).
 //!
 //! Response bodies of the `/-/` endpoints are Alloy's, word for word ("Alloy is ready."), so
 //! probes and scripts written for Alloy keep working against scraper.
@@ -13,6 +13,7 @@ mod lifecycle;
 mod marks;
 mod metrics;
 mod pprof;
+mod self_profiles;
 mod targets;
 mod ui;
 
@@ -23,6 +24,7 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::Budget;
 use crate::runtime::{Controller, LoadError};
 use crate::store::OpenStores;
 
@@ -38,6 +40,8 @@ pub struct AppState {
     /// The stores open in this process, where `POST /api/v0/marks` records marks: the same
     /// registry the controller hands the `pyroscope.store` components.
     pub stores: OpenStores,
+    /// The process's memory budget: `/debug/pprof/heap` breaks RSS down by its accounts.
+    pub budget: Budget,
 }
 
 impl AppState {
@@ -65,6 +69,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v0/marks", axum::routing::post(marks::create))
         .route("/debug/pprof/", get(pprof::index))
         .route("/debug/pprof/profile", get(pprof::profile))
+        .route("/debug/pprof/goroutine", get(pprof::goroutine))
+        .route("/debug/pprof/heap", get(pprof::heap))
         .route("/debug/pprof/{name}", get(pprof::not_served))
         .with_state(state)
 }

@@ -1,10 +1,12 @@
 //! `/debug/pprof/profile?seconds=N`: a CPU profile of scraper itself, answered like Go's
 //! net/http/pprof so that `pyroscope.scrape` (or `go tool pprof`) can point at us.
 //!
-//! `/debug/pprof/` lists what is served. Go's other profiles (`heap`, `allocs`, `goroutine`,
-//! `mutex`, `block`, `threadcreate`) describe a Go runtime's heap and goroutines, which a Rust
-//! process does not have; their paths answer 404 with the reason and where the same question is
-//! answered instead, rather than Go-shaped profiles that would not be true.
+//! `/debug/pprof/` lists what is served. `goroutine` and `heap` answer what is true of a Rust
+//! process (its live tasks by name; resident memory by memory-budget account: see
+//! `self_profiles`), as pprof or, with `?debug=1`, as text. Go's other profiles (`allocs`,
+//! `mutex`, `block`, `threadcreate`) need sampling a Rust process does not do; their paths
+//! answer 404 with the reason and where the same question is answered instead, rather than
+//! Go-shaped profiles that would not be true.
 
 use std::collections::HashMap;
 
@@ -12,6 +14,10 @@ use axum::extract::Query;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use axum::extract::State;
+
+use super::AppState;
+use super::self_profiles;
 use crate::pprof::self_profile::{self, SelfProfileError};
 
 /// Go's default when `seconds` is absent or not a positive integer.
@@ -48,20 +54,11 @@ pub(super) async fn profile(Query(query): Query<HashMap<String, String>>) -> Res
 }
 
 /// Go's profile names we cannot serve truthfully, and where their question is answered.
-const NOT_SERVED: [(&str, &str); 6] = [
-    (
-        "heap",
-        "scraper is a Rust program (mimalloc allocator, no allocation sampling): see \
-         process_resident_memory_bytes and the memory budget's scraper_memory_* series on /metrics",
-    ),
+const NOT_SERVED: [(&str, &str); 4] = [
     (
         "allocs",
-        "scraper is a Rust program and does not sample allocations: see scraper_memory_* on /metrics",
-    ),
-    (
-        "goroutine",
-        "scraper is a Rust program: it has tasks and OS threads, not goroutines; see process_threads \
-         on /metrics",
+        "scraper is a Rust program (mimalloc allocator) and does not sample allocations: see heap \
+         for resident memory by account, and scraper_memory_* on /metrics",
     ),
     (
         "mutex",
@@ -77,6 +74,59 @@ const NOT_SERVED: [(&str, &str); 6] = [
     ),
 ];
 
+fn now_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+fn wants_text(query: &HashMap<String, String>) -> bool {
+    query.get("debug").is_some_and(|d| d != "0")
+}
+
+/// A profile as Go's handlers send it: gzipped pprof, or text for `?debug=1`.
+fn answer(name: &str, profile: crate::pprof::proto::Profile) -> Response {
+    let bytes = crate::pprof::encode(&profile, crate::pprof::DEFAULT_LEVEL);
+    (
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+        ],
+        bytes,
+    )
+        .into_response()
+}
+
+fn text(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+}
+
+/// `/debug/pprof/goroutine`: the live tasks by name.
+pub(super) async fn goroutine(Query(query): Query<HashMap<String, String>>) -> Response {
+    if wants_text(&query) {
+        return text(self_profiles::tasks_text());
+    }
+    answer("goroutine", self_profiles::tasks_profile(now_nanos()))
+}
+
+/// `/debug/pprof/heap`: resident memory by memory-budget account.
+pub(super) async fn heap(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if wants_text(&query) {
+        return text(self_profiles::heap_text(&state.budget));
+    }
+    answer(
+        "heap",
+        self_profiles::heap_profile(&state.budget, now_nanos()),
+    )
+}
+
 /// `/debug/pprof/`: what can be fetched, as Go's index lists it.
 pub(super) async fn index() -> Response {
     let mut out = String::from(
@@ -86,7 +136,14 @@ pub(super) async fn index() -> Response {
          <tr><td><a href=\"profile?seconds=30\">profile</a></td>\
          <td>CPU profile (pprof), <code>?seconds=N</code>, default 30. \
          <code>pyroscope.scrape</code>'s <code>profile.process_cpu</code> and \
-         <code>go tool pprof</code> read it.</td></tr>\n",
+         <code>go tool pprof</code> read it.</td></tr>\n\
+         <tr><td><a href=\"goroutine?debug=1\">goroutine</a></td>\
+         <td>scraper's live tasks by name (a Rust program has tasks, not goroutines): pprof, \
+         or text with <code>?debug=1</code>.</td></tr>\n\
+         <tr><td><a href=\"heap?debug=1\">heap</a></td>\
+         <td>resident memory by memory-budget account, and what no account covers (not per \
+         allocation site: mimalloc does not sample allocations): pprof, or text with \
+         <code>?debug=1</code>.</td></tr>\n",
     );
     for (name, why) in NOT_SERVED {
         out.push_str(&format!(

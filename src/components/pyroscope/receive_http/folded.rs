@@ -15,7 +15,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::pprof::proto::{Function, Line, Location, Mapping, Profile, Sample, ValueType};
+use crate::pprof::named::NamedProfile;
+use crate::pprof::proto::{Profile, ValueType};
 
 /// Stacks (root first) and their summed values.
 pub type Stacks = BTreeMap<Vec<String>, u64>;
@@ -146,92 +147,39 @@ pub fn convert_metadata(app_name: &str) -> Result<Metadata, FoldedError> {
 /// function per distinct frame name, one sample per stack (leaf first), `time_nanos` = `from`.
 /// CPU and wall profiles with a non-zero `sample_rate` are scaled to nanoseconds.
 pub fn to_pprof(stacks: &Stacks, meta: &Metadata, start_nanos: i64, sample_rate: u32) -> Profile {
-    let mut strings: HashMap<String, i64> = HashMap::new();
-    let mut p = Profile {
-        string_table: vec![String::new()],
-        mapping: vec![Mapping {
-            id: 1,
-            ..Default::default()
-        }],
-        time_nanos: start_nanos,
-        ..Default::default()
-    };
-    strings.insert(String::new(), 0);
-    let mut intern = |p: &mut Profile, s: &str| -> i64 {
-        if let Some(&i) = strings.get(s) {
-            return i;
-        }
-        let i = p.string_table.len() as i64;
-        p.string_table.push(s.to_string());
-        strings.insert(s.to_string(), i);
-        i
-    };
-
+    let mut b = NamedProfile::new();
+    b.profile_mut().time_nanos = start_nanos;
     let mut sample_type = meta.sample_type.as_str();
     let mut unit = meta.sample_unit;
     let mut scale = 1u64;
     if sample_rate != 0 && matches!(meta.metric, "wall" | "process_cpu") {
         let period = 1_000_000_000 / i64::from(sample_rate);
+        let period_type = ValueType {
+            r#type: b.intern("cpu"),
+            unit: b.intern("nanoseconds"),
+        };
+        let p = b.profile_mut();
         p.period = period;
-        p.period_type = Some(ValueType {
-            r#type: intern(&mut p, "cpu"),
-            unit: intern(&mut p, "nanoseconds"),
-        });
+        // Pyroscope drops a zero period (it would leave period_type without a period).
+        if period != 0 {
+            p.period_type = Some(period_type);
+        }
         sample_type = if meta.metric == "wall" { "wall" } else { "cpu" };
         unit = "nanoseconds";
         scale = period as u64;
     }
-    let vt = ValueType {
-        r#type: intern(&mut p, sample_type),
-        unit: intern(&mut p, unit),
-    };
-    p.sample_type = vec![vt];
-    // Pyroscope drops a zero period (it would leave period_type without a period).
-    if p.period == 0 {
-        p.period_type = None;
-    }
-
-    let mut locations: HashMap<&str, u64> = HashMap::new();
+    b.sample_type(sample_type, unit);
     for (stack, &value) in stacks {
         if value == 0 {
             continue;
         }
-        let mut ids = Vec::with_capacity(stack.len());
-        for frame in stack.iter().rev() {
-            let id = match locations.get(frame.as_str()) {
-                Some(&id) => id,
-                None => {
-                    let id = p.location.len() as u64 + 1;
-                    let name = intern(&mut p, frame);
-                    p.function.push(Function {
-                        id,
-                        name,
-                        system_name: name,
-                        ..Default::default()
-                    });
-                    p.location.push(Location {
-                        id,
-                        mapping_id: 1,
-                        line: vec![Line {
-                            function_id: id,
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    });
-                    locations.insert(frame.as_str(), id);
-                    id
-                }
-            };
-            ids.push(id);
-        }
         let v = value.saturating_mul(scale);
-        p.sample.push(Sample {
-            location_id: ids,
-            value: vec![i64::try_from(v).unwrap_or(i64::MAX)],
-            label: Vec::new(),
-        });
+        b.add(
+            stack.iter().map(String::as_str),
+            vec![i64::try_from(v).unwrap_or(i64::MAX)],
+        );
     }
-    p
+    b.finish()
 }
 
 #[cfg(test)]
