@@ -1,5 +1,6 @@
 //! `/targets`: every scrape target of every component, in the spirit of Prometheus's targets
-//! page: health, last scrape, its duration and the last error, filterable by health
+//! page: health, last scrape, its duration, the next scrape, how deltas are made (and the state
+//! kept for them) and the last error, filterable by health
 //! (`?health=down`) and by a substring of the URL or labels (`?q=otel`).
 //!
 //! Server-rendered and generic: any component whose debug info has a `targets` list of objects
@@ -34,6 +35,15 @@ fn public_labels(t: &Value) -> String {
         .collect();
     pairs.sort();
     pairs.join(", ")
+}
+
+/// How the target's deltas are made, and the state kept for them: `subtracted (12.3 KiB)`.
+fn delta(t: &Value) -> String {
+    let mode = field(t, "delta_mode");
+    match t.get("delta_state_bytes").and_then(Value::as_u64) {
+        Some(bytes) if bytes > 0 => format!("{mode} ({:.1} KiB state)", bytes as f64 / 1024.0),
+        _ => mode.to_string(),
+    }
 }
 
 fn matches(t: &Value, health: Option<&str>, q: Option<&str>) -> bool {
@@ -107,7 +117,8 @@ fn render(
         }
         out.push_str(
             "<table>\n<tr><th>Endpoint</th><th>Type</th><th>Health</th><th>Labels</th>\
-             <th>Last scrape</th><th>Duration</th><th>Error</th></tr>\n",
+             <th>Last scrape</th><th>Duration</th><th>Next scrape</th><th>Delta</th>\
+             <th>Error</th></tr>\n",
         );
         for t in shown {
             let health = field(t, "health");
@@ -118,13 +129,15 @@ fn render(
             let _ = writeln!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td>\
-                 <td>{}</td><td>{}</td><td>{}</td></tr>",
+                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(field(t, "url")),
                 escape(field(t, "profile_type")),
                 escape(health),
                 escape(&public_labels(t)),
                 escape(field(t, "last_scrape")),
                 escape(field(t, "last_scrape_duration")),
+                escape(field(t, "next_scrape")),
+                escape(&delta(t)),
                 escape(field(t, "last_error")),
             );
         }
@@ -147,6 +160,9 @@ mod tests {
             "last_error": error,
             "last_scrape": "2026-11-26T12:00:00Z",
             "last_scrape_duration": "12ms",
+            "next_scrape": "2026-11-26T12:00:15Z",
+            "delta_mode": "subtracted",
+            "delta_state_bytes": 2048,
         })
     }
 
@@ -169,6 +185,8 @@ mod tests {
         assert!(all.contains("(2 of 2 shown)"), "{all}");
         assert!(all.contains("<td class=\"down\">down</td>"), "{all}");
         assert!(all.contains("connection refused"), "{all}");
+        assert!(all.contains("<td>2026-11-26T12:00:15Z</td>"), "{all}");
+        assert!(all.contains("<td>subtracted (2.0 KiB state)</td>"), "{all}");
         assert!(all.contains("service_name=&quot;&lt;db&gt;&quot;"), "{all}");
         assert!(!all.contains("__address__"), "private labels are not shown");
 

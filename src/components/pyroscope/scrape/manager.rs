@@ -222,6 +222,11 @@ impl Manager {
     /// last_scrape, last_scrape_duration), plus what we add: the reason and outcome of the last
     /// scrape, counters, delta state size, and targets that could not be scraped at all.
     pub fn debug_info(&self) -> serde_json::Value {
+        let interval = self.env.borrow().interval;
+        let now = std::time::SystemTime::now();
+        let since_epoch = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
         let mut targets: Vec<(String, serde_json::Value)> = self
             .loops
             .values()
@@ -239,6 +244,12 @@ impl Manager {
                     "last_scrape": s.last_scrape.map(rfc3339_nanos).unwrap_or_default(),
                     "last_scrape_duration": s.last_duration.map(format_go_duration).unwrap_or_default(),
                     "last_outcome": s.last_outcome,
+                    // The loop's schedule is a pure function of its hash and the interval.
+                    "next_scrape": if s.blocked {
+                        String::new()
+                    } else {
+                        rfc3339_nanos(now + super::scrape_loop::first_delay(h.shared.hash, interval, since_epoch))
+                    },
                     "delta_mode": s.delta_mode,
                     "scrapes_total": s.scrapes,
                     "failures_total": s.failures,
