@@ -9,6 +9,9 @@
 //! probes and scripts written for Alloy keep working against scraper.
 
 mod api;
+mod component;
+mod explore;
+mod graph;
 mod lifecycle;
 mod marks;
 mod metrics;
@@ -56,16 +59,18 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(ui::index))
         .route("/targets", get(targets::page))
+        .route("/components/{id}", get(component::page))
         .route("/metrics", get(metrics::metrics))
         .route("/-/ready", get(lifecycle::ready))
         .route("/-/healthy", get(lifecycle::healthy))
         .route("/-/reload", get(lifecycle::reload).post(lifecycle::reload))
         .route("/api/v0/web/components", get(api::list))
         .route("/api/v0/web/components/{id}", get(api::get))
-        .route("/api/v0/marks", axum::routing::post(marks::create))
+        .route("/api/v0/marks", explore::marks_list().post(marks::create))
         .route("/debug/pprof/", get(pprof::index))
         .route("/debug/pprof/profile", get(pprof::profile))
         .route("/debug/pprof/{name}", get(pprof::not_served))
+        .merge(explore::routes())
         .with_state(state)
 }
 
