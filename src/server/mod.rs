@@ -1,9 +1,16 @@
 //! The HTTP server, with Alloy's endpoints: `/metrics`, `/-/ready`, `/-/healthy`, `/-/reload`,
-//! the component API under `/api/v0/web/`, marks (`POST /api/v0/marks`, stored by every
-//! `pyroscope.store`), a plain HTML overview at `/`, the targets page at `/targets`, and
-//! `/debug/pprof/` (an index and
-//! `profile`, a CPU profile of scraper itself; Go's heap and goroutine profiles answer 404 with
-//! why: see `pprof`).
+//! the component API under `/api/v0/web/`, marks (`POST /api/v0/marks` stores one in every
+//! `pyroscope.store`, `GET` lists them), `/debug/pprof/` (an index and `profile`, a CPU profile
+//! of scraper itself; Go's heap and goroutine profiles answer 404 with why: see `pprof`), and
+//! our pages, all server-rendered and escaped:
+//!
+//! * `/` (`ui`): the component graph (`graph`: an inline SVG, one column per dependency depth,
+//!   boxes coloured by health) and the components' table, with the latest config load;
+//! * `/components/{id}` (`component`): one component's health, references, arguments, exports
+//!   and debug info (as nested tables, from the API's redacted JSON) and the latest load;
+//! * `/targets` (`targets`): every scrape target with its health and last error;
+//! * `/explore` and `/api/v0/explore/*` (`explore`): the profile explorer and its JSON API over
+//!   the profiles every open `pyroscope.store` keeps.
 //!
 //! Response bodies of the `/-/` endpoints are Alloy's, word for word ("Alloy is ready."), so
 //! probes and scripts written for Alloy keep working against scraper.

@@ -210,7 +210,8 @@ mod tests {
     #[test]
     fn default_and_bounded_steps() {
         let hour = 3_600_000;
-        let cases: &[(&[(&str, &str)], u64, Result<u64, &str>)] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], u64, Result<u64, &'a str>);
+        let cases: &[Case] = &[
             (&[], hour, Ok(15)),
             (&[], 7 * 24 * hour, Ok(1008)),
             (&[("step", "60")], hour, Ok(60)),
