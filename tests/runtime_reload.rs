@@ -27,7 +27,10 @@ test.pass "gone" {
 async fn a_bad_reload_keeps_the_running_graph() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = controller(dir.path());
+    assert_eq!(c.last_load(), None);
     c.apply_source("cfg.alloy", V1).await.expect("apply");
+    let ok = c.last_load().expect("a load");
+    assert_eq!(ok.error, None);
     c.wait_idle().await;
     let a = pass(&c, "test.pass.a").await;
     let before: Vec<String> = c
@@ -50,6 +53,10 @@ async fn a_bad_reload_keeps_the_running_graph() {
     for bad in bad_files {
         let err = c.apply_source("cfg.alloy", bad).await.expect_err(bad);
         assert!(matches!(err, LoadError::Invalid(_)), "{bad}: {err:?}");
+        // The UI's "last config load" says when and why, as `/-/reload` answered.
+        let failed = c.last_load().expect("a load");
+        assert_eq!(failed.error, Some(err.to_string()), "{bad}");
+        assert!(failed.at >= ok.at);
         let after: Vec<String> = c
             .components()
             .await

@@ -167,6 +167,7 @@ async fn secrets_never_appear_in_logs_api_ui_or_metrics() {
         "pyroscope.write.oauth",
     ] {
         pages.push(format!("/api/v0/web/components/{id}"));
+        pages.push(format!("/components/{id}"));
     }
     for page in &pages {
         let body = s.get(page).await;
@@ -175,6 +176,11 @@ async fn secrets_never_appear_in_logs_api_ui_or_metrics() {
     // Arguments are shown, with the secrets masked.
     let write = s.get("/api/v0/web/components/pyroscope.write.ok").await;
     assert!(write.contains("(secret)"), "{write}");
+    let page = s.get("/components/pyroscope.write.ok").await;
+    assert!(
+        page.contains("<tr><th>password</th><td>(secret)</td></tr>"),
+        "{page}"
+    );
 
     // A reload (same config, then a broken one) logs nothing more.
     let client = reqwest::Client::new();

@@ -269,3 +269,80 @@ pyroscope.scrape "app" {{
     assert_eq!(status, 200);
     assert!(index.contains("href=\"/targets\""), "{index}");
 }
+
+/// `/` draws the graph and links every component's page; a page shows the component's
+/// arguments as tables with secrets redacted, its references as links, and the latest load.
+#[tokio::test]
+async fn component_pages_and_the_graph() {
+    const PASSWORD: &str = "page-pass-5e1c07";
+    let config = format!(
+        r#"pyroscope.write "backend" {{
+  endpoint {{
+    url = "http://127.0.0.1:9/<push>"
+    basic_auth {{
+      username = "tenant"
+      password = "{PASSWORD}"
+    }}
+  }}
+}}
+
+pyroscope.scrape "app" {{
+  targets    = []
+  forward_to = [pyroscope.write.backend.receiver]
+}}
+"#
+    );
+    let s = Scraper::start(&config);
+    let client = reqwest::Client::new();
+
+    let (status, index) = get(&client, &s.url("/")).await;
+    assert_eq!(status, 200);
+    for want in [
+        "<svg ",
+        // The write is left of the scrape that references it, and the arrow joins them.
+        "<a href=\"/components/pyroscope.write.backend\"><title>pyroscope.write.backend: ",
+        "<a href=\"/components/pyroscope.scrape.app\"><title>pyroscope.scrape.app: ",
+        "<line class=\"edge\" x1=\"240\" y1=\"27\" x2=\"310\" y2=\"27\"",
+        "<a href=\"/explore\">",
+        "<a href=\"/targets\">",
+        "<span class=\"healthy\">ok</span>",
+    ] {
+        assert!(index.contains(want), "missing {want:?} in\n{index}");
+    }
+
+    let (status, page) = get(&client, &s.url("/components/pyroscope.write.backend")).await;
+    assert_eq!(status, 200);
+    for want in [
+        "<h1>pyroscope.write.backend</h1>",
+        "<tr><th>password</th><td>(secret)</td></tr>",
+        "<tr><th>url</th><td>http://127.0.0.1:9/&lt;push&gt;</td></tr>",
+        "<tr><th>Referenced by</th><td><a href=\"/components/pyroscope.scrape.app\">pyroscope.scrape.app</a></td></tr>",
+        "<h2>Exports</h2>\n<table><tr><th>receiver</th>",
+        "<span class=\"healthy\">ok</span>",
+    ] {
+        assert!(page.contains(want), "missing {want:?} in\n{page}");
+    }
+    assert!(!page.contains(PASSWORD), "{page}");
+    assert!(!page.contains("<push>"), "{page}");
+
+    // A failed reload shows on every page with its error; the graph keeps running.
+    s.write_config(&config.replace("targets    = []", "targets    = 5"));
+    let (status, _) = get(&client, &s.url("/-/reload")).await;
+    assert_eq!(status, 400);
+    let (_, page) = get(&client, &s.url("/components/pyroscope.scrape.app")).await;
+    assert!(
+        page.contains("<span class=\"unhealthy\">failed</span><pre>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<a href=\"/components/pyroscope.write.backend\">"),
+        "{page}"
+    );
+
+    let (status, missing) = get(&client, &s.url("/components/nope.nope.x")).await;
+    assert_eq!(status, 404);
+    assert!(
+        missing.contains("No component nope.nope.x is running"),
+        "{missing}"
+    );
+}

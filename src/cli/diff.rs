@@ -12,7 +12,6 @@ use clap::Args;
 
 use super::source::{QueryArgs, SourceArgs, fetch};
 use crate::diff::{Options, Window};
-use crate::gocompat::time::rfc3339_millis;
 use crate::query::source::{Merged, ProfileSource, Query};
 use crate::query::time::{parse_range, parse_span};
 
@@ -89,28 +88,9 @@ fn windows(
     Ok((before, after, Some(mark.name.clone())))
 }
 
-/// Seconds per instance a window's profiles cover: their summed durations when they carry
-/// one (CPU profiles do), else the window's length.
+/// A window from a source's answer for `range`.
 fn window(merged: Merged, range: Range, label: &str) -> Window {
-    let length = range
-        .1
-        .duration_since(range.0)
-        .unwrap_or_default()
-        .as_secs_f64();
-    let instances = merged.series.max(1);
-    let covered = merged.profile.duration_nanos as f64 / 1e9 / instances as f64;
-    let seconds = if covered > 0.0 { covered } else { length };
-    Window {
-        label: format!(
-            "{label}: {} .. {}",
-            rfc3339_millis(range.0),
-            rfc3339_millis(range.1)
-        ),
-        seconds,
-        instances,
-        profiles: merged.profiles,
-        profile: merged.profile,
-    }
+    Window::measured(merged.profile, merged.profiles, merged.series, range, label)
 }
 
 fn query_at(q: &Query, range: Range) -> Query {
@@ -136,11 +116,7 @@ pub(crate) fn diff(args: DiffCmd) -> anyhow::Result<ExitCode> {
         &query_at(&q, after_range),
         "the after window",
     )?;
-    // Around a mark, say which: the report may be read long after, next to others.
-    let (before_label, after_label) = match &mark {
-        Some(name) => (format!("before {name:?}"), format!("after {name:?}")),
-        None => ("before".to_string(), "after".to_string()),
-    };
+    let (before_label, after_label) = crate::diff::side_labels(mark.as_deref());
     let before = window(before, before_range, &before_label);
     let after = window(after, after_range, &after_label);
     let opts = Options {
@@ -149,10 +125,11 @@ pub(crate) fn diff(args: DiffCmd) -> anyhow::Result<ExitCode> {
     };
     let report = crate::diff::diff(&before, &after, &opts)?;
     print!("{}", report.render_table(args.top, 120));
-    let title = match &mark {
-        Some(name) => format!("{} {} around {name:?}", q.profile_type.name, q.selector),
-        None => format!("{} {}", q.profile_type.name, q.selector),
-    };
+    let title = crate::diff::title(
+        &q.profile_type.name,
+        &q.selector.to_string(),
+        mark.as_deref(),
+    );
     if let Some(path) = &args.html {
         std::fs::write(path, report.render_html(&title))
             .with_context(|| format!("writing {}", path.display()))?;

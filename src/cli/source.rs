@@ -8,11 +8,12 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::query::catalog::explain_no_match;
 use crate::query::local::LocalSource;
 use crate::query::remote::{RemoteOptions, RemoteSource};
 use crate::query::selector::Selector;
-use crate::query::source::{Merged, ProfileSource, ProfileType, Query};
+use crate::query::source::{
+    Merged, ProfileSource, ProfileType, Query, QueryError, select_required,
+};
 
 /// The default store: `pyroscope.store "local"` under `scraper run`'s default storage path.
 pub(crate) const DEFAULT_STORE: &str = "data-scraper/pyroscope.store.local";
@@ -132,30 +133,13 @@ pub(crate) fn fetch(
     what: &str,
 ) -> anyhow::Result<Merged> {
     let mut bar = Progress::new(what);
-    let merged = source
-        .select_merge(query, &mut |done, total| bar.update(done, total))
-        .with_context(|| format!("querying {what}"))?;
+    let merged = select_required(source, query, what, &mut |done, total| {
+        bar.update(done, total)
+    });
     bar.finish();
-    merged.ok_or_else(|| {
-        let mut message = format!(
-            "no {} profiles match {} in {what} ({}..{})",
-            query.profile_type.name,
-            query.selector,
-            crate::gocompat::time::rfc3339_millis(query.from),
-            crate::gocompat::time::rfc3339_millis(query.to),
-        );
-        // The hint is best effort: a source that cannot list its series (a backend refusing
-        // `Series`) still gets the plain message.
-        match source.series(&Selector::default(), query.from, query.to) {
-            Ok(all) => {
-                for hint in explain_no_match(&query.selector, &query.profile_type, &all) {
-                    message.push_str("; ");
-                    message.push_str(&hint);
-                }
-            }
-            Err(e) => tracing::debug!(error = %e, "listing series for a hint failed"),
-        }
-        anyhow::anyhow!(message)
+    merged.map_err(|e| match e {
+        QueryError::NoMatch(message) => anyhow::anyhow!(message),
+        e => anyhow::Error::new(e).context(format!("querying {what}")),
     })
 }
 

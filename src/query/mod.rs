@@ -7,9 +7,11 @@
 //! * [`catalog`]: what a source holds (label sets, values) and "did you mean" hints.
 //! * [`local`]: the source backed by a store directory.
 //! * [`remote`]: the source backed by `querier.v1.QuerierService`.
+//! * [`multi`]: several local stores read as one (the running scraper's explorer).
 
 pub mod catalog;
 pub mod local;
+pub mod multi;
 pub mod remote;
 pub mod selector;
 pub mod source;

@@ -118,6 +118,9 @@ pub enum QueryError {
     Merge(String),
     #[error("{0}")]
     Unsupported(String),
+    /// Nothing matched: the message names the query and the range, with "did you mean" hints.
+    #[error("{0}")]
+    NoMatch(String),
 }
 
 /// A place profiles can be read back from.
@@ -140,6 +143,41 @@ pub trait ProfileSource {
         from: SystemTime,
         to: SystemTime,
     ) -> Result<Vec<super::catalog::LabelSet>, QueryError>;
+}
+
+/// Runs `query` and insists on an answer: when nothing matched, [`QueryError::NoMatch`] says
+/// which type, selector and range (`what` names the query, e.g. "the before window") with
+/// hints from [`super::catalog::explain_no_match`]. What `scraper query`, `pgo` and `diff`
+/// and the explorer's endpoints share.
+pub fn select_required(
+    source: &dyn ProfileSource,
+    query: &Query,
+    what: &str,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Merged, QueryError> {
+    if let Some(merged) = source.select_merge(query, progress)? {
+        return Ok(merged);
+    }
+    let mut message = format!(
+        "no {} profiles match {} in {what} ({}..{})",
+        query.profile_type.name,
+        query.selector,
+        crate::gocompat::time::rfc3339_millis(query.from),
+        crate::gocompat::time::rfc3339_millis(query.to),
+    );
+    // The hint is best effort: a source that cannot list its series (a backend refusing
+    // `Series`) still gets the plain message.
+    match source.series(&Selector::default(), query.from, query.to) {
+        Ok(all) => {
+            for hint in super::catalog::explain_no_match(&query.selector, &query.profile_type, &all)
+            {
+                message.push_str("; ");
+                message.push_str(&hint);
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, "listing series for a hint failed"),
+    }
+    Err(QueryError::NoMatch(message))
 }
 
 /// Keeps only the sample type `ty` of `profile` (values of the other types dropped), so that

@@ -51,6 +51,15 @@ pub struct HealthInfo {
     pub updated_time: String,
 }
 
+/// The outcome of the latest config load (startup, `/-/reload`, SIGHUP): what
+/// `alloy_config_last_load_successful` says, with when and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadOutcome {
+    pub at: std::time::SystemTime,
+    /// None when the load succeeded; else the error as `/-/reload` answers it.
+    pub error: Option<String>,
+}
+
 impl From<&Health> for HealthInfo {
     fn from(h: &Health) -> Self {
         HealthInfo {

@@ -29,7 +29,7 @@ pub use check::{check, check_source};
 pub use component::{BoxError, Component, ComponentOptions, ExportsHandle};
 pub use controller::{ComponentFailure, Controller, ControllerOptions, LoadError};
 pub use health::{Health, HealthState};
-pub use info::ComponentInfo;
+pub use info::{ComponentInfo, LoadOutcome};
 pub use metrics::MetricsRegistry;
 pub use registry::{Registration, Registry};
 pub use services::Services;

@@ -1,14 +1,24 @@
 //! The HTTP server, with Alloy's endpoints: `/metrics`, `/-/ready`, `/-/healthy`, `/-/reload`,
-//! the component API under `/api/v0/web/`, marks (`POST /api/v0/marks`, stored by every
-//! `pyroscope.store`), a plain HTML overview at `/`, the targets page at `/targets`, and
-//! `/debug/pprof/` (an index; `profile`, a CPU profile of scraper itself; `goroutine`, its live
-//! tasks; `heap`, its resident memory by account; Go's other profiles answer 404 with why: see
-//! `pprof`).
+//! the component API under `/api/v0/web/`, marks (`POST /api/v0/marks` stores one in every
+//! `pyroscope.store`, `GET` lists them), `/debug/pprof/` (an index; `profile`, a CPU profile
+//! of scraper itself; `goroutine`, its live tasks; `heap`, its resident memory by account; Go's
+//! other profiles answer 404 with why: see `pprof`), and our pages, all server-rendered and escaped:
+//!
+//! * `/` (`ui`): the component graph (`graph`: an inline SVG, one column per dependency depth,
+//!   boxes coloured by health) and the components' table, with the latest config load;
+//! * `/components/{id}` (`component`): one component's health, references, arguments, exports
+//!   and debug info (as nested tables, from the API's redacted JSON) and the latest load;
+//! * `/targets` (`targets`): every scrape target with its health and last error;
+//! * `/explore` and `/api/v0/explore/*` (`explore`): the profile explorer and its JSON API over
+//!   the profiles every open `pyroscope.store` keeps.
 //!
 //! Response bodies of the `/-/` endpoints are Alloy's, word for word ("Alloy is ready."), so
 //! probes and scripts written for Alloy keep working against scraper.
 
 mod api;
+mod component;
+mod explore;
+mod graph;
 mod lifecycle;
 mod marks;
 mod metrics;
@@ -60,18 +70,20 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(ui::index))
         .route("/targets", get(targets::page))
+        .route("/components/{id}", get(component::page))
         .route("/metrics", get(metrics::metrics))
         .route("/-/ready", get(lifecycle::ready))
         .route("/-/healthy", get(lifecycle::healthy))
         .route("/-/reload", get(lifecycle::reload).post(lifecycle::reload))
         .route("/api/v0/web/components", get(api::list))
         .route("/api/v0/web/components/{id}", get(api::get))
-        .route("/api/v0/marks", axum::routing::post(marks::create))
+        .route("/api/v0/marks", explore::marks_list().post(marks::create))
         .route("/debug/pprof/", get(pprof::index))
         .route("/debug/pprof/profile", get(pprof::profile))
         .route("/debug/pprof/goroutine", get(pprof::goroutine))
         .route("/debug/pprof/heap", get(pprof::heap))
         .route("/debug/pprof/{name}", get(pprof::not_served))
+        .merge(explore::routes())
         .with_state(state)
 }
 

@@ -1,5 +1,7 @@
-//! `/`: a plain, server-rendered overview of the components, their health and their edges.
-//! Everything interpolated comes from the config file, so all of it is escaped.
+//! `/`: a server-rendered overview: the component graph (an inline SVG, `graph`), then a
+//! table of the components with their health and edges, each linking to its page
+//! (`/components/{id}`), and links to the explorer and the targets. Everything interpolated
+//! comes from the config file or the outside, so all of it is escaped.
 
 use std::fmt::Write as _;
 
@@ -7,33 +9,35 @@ use axum::extract::State;
 use axum::response::Html;
 
 use super::AppState;
+use super::component::{STYLE, links, load};
 use crate::html::escape;
-use crate::runtime::ComponentInfo;
+use crate::runtime::{ComponentInfo, LoadOutcome};
 
 pub(super) async fn index(State(state): State<AppState>) -> Html<String> {
     let components = state.controller.components().await;
-    Html(render(&components, state.controller.is_ready()))
+    Html(render(
+        &components,
+        state.controller.is_ready(),
+        state.controller.last_load().as_ref(),
+    ))
 }
 
-fn render(components: &[ComponentInfo], ready: bool) -> String {
-    let mut out = String::from(
+fn render(components: &[ComponentInfo], ready: bool, last_load: Option<&LoadOutcome>) -> String {
+    let mut out = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>scraper</title>\n<style>\n\
-         body{font-family:sans-serif;margin:2em}\
-         table{border-collapse:collapse}\
-         td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}\
-         .healthy{color:#1a7f37}.unhealthy{color:#cf222e}.exited{color:#9a6700}.unknown{color:#666}\
-         \n</style>\n</head>\n<body>\n<h1>scraper</h1>\n",
+         <title>scraper</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>scraper</h1>\n"
     );
     let _ = writeln!(
         out,
-        "<p>{} &middot; {} component(s) &middot; <a href=\"/metrics\">metrics</a> &middot; \
-         <a href=\"/targets\">targets</a> &middot; \
-         <a href=\"/api/v0/web/components\">API</a> &middot; \
-         <a href=\"/debug/pprof/\">profile scraper</a></p>",
+        "<p>{} &middot; {} component(s) &middot; <a href=\"/explore\">explore profiles</a> \
+         &middot; <a href=\"/targets\">targets</a> &middot; <a href=\"/metrics\">metrics</a> \
+         &middot; <a href=\"/api/v0/web/components\">API</a> &middot; \
+         <a href=\"/debug/pprof/\">profile scraper</a></p>\n<p>Last config load: {}</p>",
         if ready { "ready" } else { "not ready" },
-        components.len()
+        components.len(),
+        load(last_load),
     );
+    out.push_str(&super::graph::render(components));
     if components.is_empty() {
         out.push_str("<p>No components are configured.</p>\n");
     } else {
@@ -45,7 +49,7 @@ fn render(components: &[ComponentInfo], ready: bool) -> String {
             let id = escape(&c.local_id);
             let _ = writeln!(
                 out,
-                "<tr><td><a href=\"/api/v0/web/components/{id}\">{id}</a></td>\
+                "<tr><td><a href=\"/components/{id}\">{id}</a></td>\
                  <td class=\"{state}\">{state}</td><td>{message}</td><td>{refs}</td>\
                  <td>{refd}</td></tr>",
                 state = c.health.state.as_str(),
@@ -60,51 +64,32 @@ fn render(components: &[ComponentInfo], ready: bool) -> String {
     out
 }
 
-fn links(ids: &[String]) -> String {
-    ids.iter()
-        .map(|id| {
-            let id = escape(id);
-            format!("<a href=\"/api/v0/web/components/{id}\">{id}</a>")
-        })
-        .collect::<Vec<_>>()
-        .join("<br>")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::runtime::HealthState;
-    use crate::runtime::info::HealthInfo;
+    use crate::server::graph::tests::info;
 
     #[test]
-    fn renders_rows_with_escaped_messages() {
-        let info = ComponentInfo {
-            name: "t.x".into(),
-            kind: "block",
-            local_id: "t.x.a".into(),
-            module_id: String::new(),
-            label: "a".into(),
-            references_to: vec!["t.x.b".into()],
-            referenced_by: vec![],
-            health: HealthInfo {
-                state: HealthState::Unhealthy,
-                message: "bad <value>".into(),
-                updated_time: String::new(),
-            },
-            original: String::new(),
-            arguments: None,
-            exports: None,
-            debug_info: None,
-            live_debugging_enabled: false,
-            evaluations: 1,
-        };
-        let html = render(&[info], true);
+    fn renders_the_graph_and_rows_with_escaped_messages() {
+        let mut a = info("t.x.a", &["t.x.b"], HealthState::Unhealthy);
+        a.health.message = "bad <value>".into();
+        let b = info("t.x.b", &[], HealthState::Healthy);
+        let html = render(&[b, a], true, None);
         assert!(
             html.contains(r#"<td class="unhealthy">unhealthy</td>"#),
             "{html}"
         );
         assert!(html.contains("bad &lt;value&gt;"), "{html}");
-        assert!(html.contains(r#"<a href="/api/v0/web/components/t.x.b">t.x.b</a>"#));
+        assert!(html.contains(r#"<td><a href="/components/t.x.a">t.x.a</a></td>"#));
+        assert!(html.contains(r#"<a href="/components/t.x.b">t.x.b</a>"#));
         assert!(!html.contains("<value>"));
+        assert!(html.contains("<svg "), "{html}");
+        assert_eq!(html.matches("<line class=\"edge\"").count(), 1);
+        assert!(html.contains(r#"<a href="/explore">explore profiles</a>"#));
+        assert!(html.contains(r#"<a href="/targets">targets</a>"#));
+        assert!(html.contains("Last config load: none yet"));
+        let empty = render(&[], false, None);
+        assert!(empty.contains("No components are configured.") && !empty.contains("<svg"));
     }
 }

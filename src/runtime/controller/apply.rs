@@ -16,13 +16,23 @@ impl Inner {
         match &result {
             Ok(()) => {
                 self.ctl.last_load_successful.set(1);
+                self.record_load(None);
             }
-            Err(_) => {
+            Err(e) => {
                 self.ctl.last_load_successful.set(0);
                 self.ctl.load_failures.inc();
+                self.record_load(Some(e.to_string()));
             }
         }
         result
+    }
+
+    /// Remembers a load's outcome for [`super::Controller::last_load`].
+    pub(super) fn record_load(&self, error: Option<String>) {
+        *crate::sync::lock(&self.last_load) = Some(crate::runtime::LoadOutcome {
+            at: std::time::SystemTime::now(),
+            error,
+        });
     }
 
     async fn apply_inner(&self, source: Source) -> Result<(), LoadError> {

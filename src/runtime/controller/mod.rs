@@ -25,7 +25,7 @@ use self::node::{BuildContext, EvalFailure, Node};
 use super::analyze::scope_for;
 use super::component::{Component, ExportsChanged, PendingCounter};
 use super::health::HealthState;
-use super::info::ComponentInfo;
+use super::info::{ComponentInfo, LoadOutcome};
 use super::logging::LoggingHandle;
 use super::metrics::MetricsRegistry;
 use super::registry::Registry;
@@ -150,6 +150,8 @@ pub(crate) struct Inner {
     idle: Notify,
     ready: AtomicBool,
     shutdown: CancellationToken,
+    /// The latest load's outcome, for the UI (the metrics only say whether it succeeded).
+    last_load: std::sync::Mutex<Option<LoadOutcome>>,
 }
 
 impl Drop for Inner {
@@ -191,6 +193,7 @@ impl Controller {
             idle: Notify::new(),
             ready: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
+            last_load: std::sync::Mutex::new(None),
         });
         crate::runtime::task::spawn(
             "controller.cascade",
@@ -222,13 +225,21 @@ impl Controller {
             Err(source) => {
                 self.inner.ctl.last_load_successful.set(0);
                 self.inner.ctl.load_failures.inc();
-                return Err(LoadError::Read {
+                let err = LoadError::Read {
                     path: path.to_path_buf(),
                     source,
-                });
+                };
+                self.inner.record_load(Some(err.to_string()));
+                return Err(err);
             }
         };
         self.apply_config(source).await
+    }
+
+    /// When the latest load (startup, `/-/reload`, SIGHUP) happened and how it ended; None
+    /// before the first.
+    pub fn last_load(&self) -> Option<LoadOutcome> {
+        crate::sync::lock(&self.inner.last_load).clone()
     }
 
     /// True once a config has been applied (`/-/ready`).
