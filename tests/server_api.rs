@@ -127,7 +127,7 @@ async fn component_api_health_and_ui() {
         "{html}"
     );
     assert!(
-        html.contains(r#"<a href="/api/v0/web/components/test.pass.a">test.pass.a</a>"#),
+        html.contains(r#"<a href="/components/test.pass.a">test.pass.a</a>"#),
         "{html}"
     );
     let metrics = client
