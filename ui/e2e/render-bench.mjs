@@ -8,16 +8,14 @@
 // MAX_NODES, default 8192, like the flamegraph endpoint), starts dev/server.mjs serving it and
 // the built assets, and opens /explore. It reports the first render (decode the levels, lay
 // out, draw) and RUNS more renders of the same graph (window.explorer.rerender()).
-import { spawn } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { launchOptions } from './browser.mjs';
 import { flameGraphResponse } from './fixture.mjs';
+import { startDevServer } from './devserver.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const samples = Number(process.env.SAMPLES || 50000);
 const maxNodes = Number(process.env.MAX_NODES || 8192);
 const runs = Number(process.env.RUNS || 20);
@@ -30,18 +28,8 @@ if (!url) {
   writeFileSync(file, JSON.stringify(fg));
   const nodes = fg.levels.reduce((n, l) => n + l.length / 4, 0);
   console.log(`fixture: ${samples} samples, ${nodes} nodes in ${fg.levels.length} levels (max_nodes ${maxNodes})`);
-  server = spawn(process.execPath, [join(here, '../dev/server.mjs'), '--port', '0'], {
-    env: { ...process.env, FLAME_FIXTURE: file },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  url = await new Promise((resolve, reject) => {
-    server.stdout.once('data', (d) => {
-      const m = /(http:\/\/\S+)/.exec(String(d));
-      if (m) resolve(m[1]);
-      else reject(new Error(`dev server said: ${d}`));
-    });
-    server.once('exit', (code) => reject(new Error(`dev server exited with ${code}`)));
-  });
+  server = await startDevServer({ FLAME_FIXTURE: file });
+  url = `${server.base}/explore`;
 }
 
 const browser = await chromium.launch(launchOptions());
@@ -79,5 +67,5 @@ try {
   console.log(`re-render until the next frame is out: median ${median(framed).toFixed(1)} ms, max ${Math.max(...framed).toFixed(1)} ms`);
 } finally {
   await browser.close();
-  if (server) server.kill();
+  if (server) server.stop();
 }

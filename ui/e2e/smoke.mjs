@@ -1,13 +1,18 @@
 // Drives the explorer against the dev server (dev/server.mjs) in headless Chromium and checks
 // what a person would: the flame graph draws, hover shows a tooltip, click zooms, search
 // counts matches, the table sorts and opens the sandwich view, diff mode loads a report, and
-// empty and failing answers show readable messages. Screenshots go to SHOTS (default /tmp).
-//   node dev/server.mjs & node e2e/smoke.mjs [http://127.0.0.1:12399]
+// empty and failing answers show readable messages. Exits 1 when a check fails.
+//   node e2e/smoke.mjs [BASE_URL]
+// Without BASE_URL it starts dev/server.mjs itself (ASSETS_DIR picks the assets it serves).
+// SHOTS=DIR keeps screenshots of each step there.
 import { chromium } from 'playwright-core';
 import { launchOptions } from './browser.mjs';
+import { startDevServer } from './devserver.mjs';
 
-const base = process.argv[2] || 'http://127.0.0.1:12399';
-const shots = process.env.SHOTS || '/tmp';
+const server = process.argv[2] ? null : await startDevServer();
+const base = process.argv[2] || server.base;
+const shots = process.env.SHOTS;
+const shot = (target, name, opts = {}) => (shots ? target.screenshot({ path: `${shots}/${name}`, ...opts }) : null);
 const failures = [];
 const check = (ok, what) => {
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
@@ -36,7 +41,7 @@ try {
   check(await page.locator('#tip').isVisible(), 'hover shows the tooltip');
   const tip = await page.locator('#tip').textContent();
   check(/\/s/.test(tip) && /cores/.test(tip) && /%/.test(tip), `tooltip has rate, cores and share: ${tip.slice(0, 120)}`);
-  await page.screenshot({ path: `${shots}/explore-hover.png` });
+  await shot(page, 'explore-hover.png');
 
   await page.mouse.click(box.x + 20, box.y + 18 + 9);
   const focus = await page.evaluate(() => document.body.dataset.focus);
@@ -49,18 +54,19 @@ try {
   const matches = Number(await page.evaluate(() => document.body.dataset.matches));
   check(matches > 0, `search "json" matches ${matches} frames: ${await page.locator('#search-status').textContent()}`);
   check(new URL(page.url()).searchParams.get('search') === 'json', 'search is in the URL');
-  await page.screenshot({ path: `${shots}/explore-search.png` });
+  await shot(page, 'explore-search.png');
   await page.fill('#search', '');
 
   // Sort by total, then open the top row's sandwich.
   await page.click('#top th[data-key="total"]');
   const totals = await page.$$eval('#top tbody tr', (rows) => rows.slice(0, 5).map((r) => r.dataset.fn));
   check(totals.length === 5, `sorted by total: ${totals.join(', ')}`);
-  const fn = totals[1];
-  await page.click(`#top tbody tr:nth-child(2)`);
+  const row = totals.findIndex((name) => name !== 'other' && name !== totals[0]);
+  const fn = totals[row];
+  await page.click(`#top tbody tr:nth-child(${row + 1})`);
   check(await page.locator('#sandwich-panel').isVisible(), `sandwich view of ${fn} opens`);
   check(new URL(page.url()).searchParams.get('fn') === fn, 'the sandwich function is in the URL');
-  await page.locator('#sandwich-panel').screenshot({ path: `${shots}/explore-sandwich.png` });
+  await shot(page.locator('#sandwich-panel'), 'explore-sandwich.png');
 
   // A linked view restores the sandwich.
   await page.goto(page.url());
@@ -76,7 +82,7 @@ try {
   await settled();
   const u = new URL(page.url()).searchParams;
   check(Number(u.get('sel_from')) < Number(u.get('sel_to')) && u.get('from'), 'brushing sets sel_from/sel_to and freezes the window');
-  await page.screenshot({ path: `${shots}/explore-brushed.png`, fullPage: true });
+  await shot(page, 'explore-brushed.png', { fullPage: true });
 
   // Diff mode around a mark.
   await page.click('#mode-diff');
@@ -85,7 +91,7 @@ try {
   check(await page.locator('#diff-frame').isVisible(), 'diff mode shows the report in an iframe');
   const du = new URL(page.url()).searchParams;
   check(du.get('mode') === 'diff' && Number(du.get('after_from')) === Number(du.get('before_to')), 'around-mark ranges are in the URL');
-  await page.screenshot({ path: `${shots}/explore-diff.png`, fullPage: true });
+  await shot(page, 'explore-diff.png', { fullPage: true });
 
   // Empty and failing answers read as messages.
   await page.goto(`${base}/explore?query=${encodeURIComponent('{service_name="none"}')}`);
@@ -97,13 +103,14 @@ try {
   check((await page.evaluate(() => document.body.dataset.state)) === 'error', 'API error: state error');
   const msg = await page.locator('#flame-msg').textContent();
   check(/checksum mismatch/.test(msg), `API error is shown: ${msg}`);
-  await page.screenshot({ path: `${shots}/explore-error.png` });
+  await shot(page, 'explore-error.png');
 
   const expected = (e) => /status of (500|400)/.test(e);
   const unexpected = errors.filter((e) => !expected(e));
   check(unexpected.length === 0, `no script errors ${unexpected.join(' | ')}`);
 } finally {
   await browser.close();
+  if (server) server.stop();
 }
 if (failures.length) {
   console.log(`${failures.length} check(s) failed`);

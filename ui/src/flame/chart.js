@@ -190,7 +190,7 @@ export class FlameChart {
         const pw = row[r + 2];
         const name = t.names[t.name[i]];
         const dim = matched !== null && !matched[i];
-        ctx.fillStyle = dim ? DIM_COLOUR : i === 0 ? ROOT_COLOUR : name === 'other' ? OTHER_COLOUR : frameColour(name);
+        ctx.fillStyle = dim ? DIM_COLOUR : i === 0 || name === 'total' ? ROOT_COLOUR : name === 'other' ? OTHER_COLOUR : frameColour(name);
         ctx.fillRect(px, y, pw > 2 ? pw - 1 : pw, ROW - 1);
         if (matched !== null && matched[i]) {
           ctx.strokeStyle = MATCH_STROKE;
