@@ -100,7 +100,13 @@ function flamegraph(q, res) {
   if (!need(q, res, 'type', 'from', 'to')) return;
   if (scenario(q) === 'broken') return json(res, 500, { error: 'store pyroscope.store.local: reading block 01J0ABC: checksum mismatch' });
   if (scenario(q) === 'none') return json(res, 200, { names: [], levels: [], total: 0, max_self: 0, unit: 'nanoseconds', measure: 'per_second', seconds: 0, profiles: 0, series: 0 });
-  send(res, 200, 'application/json', fixture || small);
+  // One synthetic graph for every type, in the type's unit and measure.
+  const type = q.get('type');
+  const fg = JSON.parse(fixture || small);
+  if (/space|bytes/.test(type)) Object.assign(fg, { unit: 'bytes' });
+  if (/goroutine|objects/.test(type)) Object.assign(fg, { unit: 'count' });
+  if (/inuse|goroutine/.test(type)) Object.assign(fg, { measure: 'average' });
+  send(res, 200, 'application/json', JSON.stringify(fg));
 }
 
 function diff(q, res) {

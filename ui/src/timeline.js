@@ -123,7 +123,11 @@ export class Timeline {
     }
     ctx.font = `${11 * dpr}px system-ui, sans-serif`;
     ctx.textBaseline = 'top';
-    for (const m of this.marks) {
+    // Labels that would overlap the previous one move down a line (marks close in time).
+    const lineHeight = 14 * dpr;
+    const rowsEnd = [];
+    const sorted = this.marks.slice().sort((a, b) => a.at - b.at);
+    for (const m of sorted) {
       const x = Math.round(u.valToPos(m.at / 1000, 'x', true)) + 0.5;
       if (x < left || x > left + width) continue;
       ctx.strokeStyle = '#d9822b';
@@ -138,10 +142,14 @@ export class Timeline {
       const w = ctx.measureText(label).width + 6 * dpr;
       // Labels near the right edge go left of their line.
       const lx = x + w > left + width ? x - w : x;
+      let row = 0;
+      while (row < rowsEnd.length && rowsEnd[row] > lx) row++;
+      rowsEnd[row] = lx + w + 4 * dpr;
+      const ly = top + 1 + row * lineHeight;
       ctx.fillStyle = 'rgba(255,255,255,0.9)';
-      ctx.fillRect(lx, top + 1, w, 14 * dpr);
+      ctx.fillRect(lx, ly, w, lineHeight);
       ctx.fillStyle = '#a65b12';
-      ctx.fillText(label, lx + 3 * dpr, top + 2 * dpr);
+      ctx.fillText(label, lx + 3 * dpr, ly + dpr);
     }
     ctx.restore();
   }
