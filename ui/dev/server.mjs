@@ -5,7 +5,8 @@
 //   node dev/server.mjs [--port 12399]     then open http://127.0.0.1:12399/explore
 //
 // Query-driven scenarios: service_name="broken" answers 500, service_name="none" has no data,
-// and FLAME_FIXTURE=path.json serves that file as every flame graph (the render benchmark).
+// FLAME_FIXTURE=path.json serves that file as every flame graph (the render benchmark), and
+// DIFF_HTML=path.html serves that file as the diff report (e.g. one `scraper diff --html` wrote).
 
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
@@ -112,6 +113,7 @@ function flamegraph(q, res) {
 function diff(q, res) {
   if (!need(q, res, 'type', 'before_from', 'before_to', 'after_from', 'after_to')) return;
   if (scenario(q) === 'none') return json(res, 400, { error: 'the before window has no profiles' });
+  if (process.env.DIFF_HTML) return send(res, 200, 'text/html; charset=utf-8', readFileSync(process.env.DIFF_HTML));
   const span = (a, b) => `${new Date(Number(q.get(a))).toISOString()} .. ${new Date(Number(q.get(b))).toISOString()}`;
   send(res, 200, 'text/html; charset=utf-8', `<!DOCTYPE html><html><body style="font:13px system-ui;margin:16px"><h1 style="font-size:17px">Diff report (dev fixture)</h1><p>before: ${span('before_from', 'before_to')}</p><p>after: ${span('after_from', 'after_to')}</p><p><code>scraper run</code> serves the real <code>scraper diff --html</code> report here.</p></body></html>`);
 }

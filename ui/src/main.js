@@ -287,6 +287,11 @@ async function loadDiff() {
     // inside the frame, and the report is self-contained (inline script and style).
     frame.srcdoc = html;
     frame.hidden = false;
+    // As tall as the report (srcdoc is same-origin), so the page scrolls, not the frame.
+    frame.onload = () => {
+      const doc = frame.contentDocument;
+      if (doc && doc.body) frame.style.height = Math.max(300, doc.body.scrollHeight + 48) + 'px';
+    };
     message('diff-msg', '');
     setPart('main', 'ready');
   } catch (e) {

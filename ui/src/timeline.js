@@ -106,6 +106,8 @@ export class Timeline {
     const { left, top, width, height } = u.bbox;
     const dpr = window.devicePixelRatio || 1;
     ctx.save();
+    // uPlot leaves its axis text settings (right-aligned y labels) on the context.
+    ctx.textAlign = 'left';
     ctx.beginPath();
     ctx.rect(left, top, width, height);
     ctx.clip();
