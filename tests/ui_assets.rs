@@ -2,7 +2,8 @@
 //! `src/server/explore/assets/` are what `npm run build` makes from `ui/` today, the UI's own
 //! unit tests pass (`node --test`), and the page works in headless Chromium against the dev
 //! server's fixture API (`ui/e2e/smoke.mjs`: flame graph drawn, hover, zoom, search, table,
-//! sandwich, brushing, diff mode, empty and error messages).
+//! sandwich, brushing, diff mode with a real `scraper diff --html` report in its frame, empty
+//! and error messages).
 //!
 //! These use the already installed `ui/node_modules` (`.ci/run` runs `npm ci --prefix ui`);
 //! they never install anything. Without node, npm or `ui/node_modules` (or Chromium, for the
@@ -12,6 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use scraper::diff::{Options, Window, diff};
+use scraper::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
 
 /// A hang guard, not a timing check: a build takes seconds, the browser run well under a minute.
 const TIMEOUT: Duration = Duration::from_secs(300);
@@ -180,19 +184,89 @@ fn chromium() -> Option<PathBuf> {
     None
 }
 
+/// A cpu profile of `main.main` calling each `(leaf, nanoseconds)`.
+fn cpu_profile(samples: &[(&str, i64)]) -> Profile {
+    let mut p = Profile {
+        string_table: vec![String::new(), "cpu".into(), "nanoseconds".into()],
+        sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+        ..Profile::default()
+    };
+    let mut add = |p: &mut Profile, name: &str| -> u64 {
+        p.string_table.push(name.to_string());
+        let id = p.function.len() as u64 + 1;
+        p.function.push(Function {
+            id,
+            name: p.string_table.len() as i64 - 1,
+            ..Function::default()
+        });
+        p.location.push(Location {
+            id,
+            address: 0x1000 * id,
+            line: vec![Line {
+                function_id: id,
+                line: 1,
+                column: 0,
+            }],
+            ..Location::default()
+        });
+        id
+    };
+    let main = add(&mut p, "main.main");
+    for (leaf, ns) in samples {
+        let leaf = add(&mut p, leaf);
+        p.sample.push(Sample {
+            location_id: vec![leaf, main],
+            value: vec![*ns],
+            label: vec![],
+        });
+    }
+    p
+}
+
+/// The HTML `scraper diff --html` writes for two small windows: what the diff endpoint
+/// answers and the page shows in its frame.
+fn diff_report() -> String {
+    let window = |label: &str, samples: &[(&str, i64)]| Window {
+        profile: cpu_profile(samples),
+        seconds: 60.0,
+        instances: 1,
+        profiles: 1,
+        label: label.into(),
+    };
+    let before = window(
+        "before",
+        &[("main.alpha", 600_000_000), ("main.beta", 100_000_000)],
+    );
+    let after = window(
+        "after",
+        &[("main.alpha", 200_000_000), ("main.beta", 500_000_000)],
+    );
+    diff(&before, &after, &Options::default())
+        .expect("diff")
+        .render_html("cpu: before vs after")
+}
+
 #[test]
 fn explorer_works_in_chromium() {
     let (Some(node), Some(_), Some(chromium)) = (node(), node_modules(), chromium()) else {
         return;
     };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let report = dir.path().join("diff.html");
+    std::fs::write(&report, diff_report()).expect("write report");
     // The committed assets, as the binary serves them, against the dev server's fixture API.
     let mut cmd = Command::new(node);
     cmd.current_dir(ui())
         .arg("e2e/smoke.mjs")
         .env("CHROMIUM", chromium)
-        .env("ASSETS_DIR", repo().join("src/server/explore/assets"));
+        .env("ASSETS_DIR", repo().join("src/server/explore/assets"))
+        .env("DIFF_HTML", &report);
     let (ok, log) = run(cmd, "node e2e/smoke.mjs");
     eprintln!("{log}");
     assert!(ok, "the explorer failed in Chromium:\n{log}");
     assert!(log.contains("all checks passed"), "{log}");
+    assert!(
+        log.contains("the diff report drew its flame graph"),
+        "the real report was not checked:\n{log}"
+    );
 }

@@ -3,7 +3,8 @@
 // counts matches, the table sorts and opens the sandwich view, diff mode loads a report, and
 // empty and failing answers show readable messages. Exits 1 when a check fails.
 //   node e2e/smoke.mjs [BASE_URL]
-// Without BASE_URL it starts dev/server.mjs itself (ASSETS_DIR picks the assets it serves).
+// Without BASE_URL it starts dev/server.mjs itself (ASSETS_DIR picks the assets it serves;
+// DIFF_HTML a real diff report, which is then checked to draw inside the page's frame).
 // SHOTS=DIR keeps screenshots of each step there.
 import { chromium } from 'playwright-core';
 import { launchOptions } from './browser.mjs';
@@ -53,6 +54,8 @@ try {
   await page.fill('#search', 'json');
   const matches = Number(await page.evaluate(() => document.body.dataset.matches));
   check(matches > 0, `search "json" matches ${matches} frames: ${await page.locator('#search-status').textContent()}`);
+  const share = Number(await page.evaluate(() => document.body.dataset.matchedShare));
+  check(share > 0 && share <= 1, `matched share ${share} is a share of the total`);
   check(new URL(page.url()).searchParams.get('search') === 'json', 'search is in the URL');
   await shot(page, 'explore-search.png');
   await page.fill('#search', '');
@@ -91,6 +94,13 @@ try {
   check(await page.locator('#diff-frame').isVisible(), 'diff mode shows the report in an iframe');
   const du = new URL(page.url()).searchParams;
   check(du.get('mode') === 'diff' && Number(du.get('after_from')) === Number(du.get('before_to')), 'around-mark ranges are in the URL');
+  if (process.env.DIFF_HTML) {
+    // A real `scraper diff --html` report: its own script ran inside the frame.
+    const frame = page.frameLocator('#diff-frame');
+    await frame.locator('body[data-ready="1"]').waitFor({ timeout: 10000 });
+    const drawn = Number(await frame.locator('body').getAttribute('data-frames'));
+    check(drawn > 0, `the diff report drew its flame graph (${drawn} frames) inside the page`);
+  }
   await shot(page, 'explore-diff.png', { fullPage: true });
 
   // Empty and failing answers read as messages.
