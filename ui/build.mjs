@@ -3,7 +3,7 @@
 // timestamps, no absolute paths, no source maps, so tests/ui_assets.rs can rebuild and compare
 // with the committed files.
 import { build } from 'esbuild';
-import { copyFile, mkdir } from 'node:fs/promises';
+import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -22,7 +22,10 @@ const common = {
   absWorkingDir: here,
   logLevel: 'warning',
 };
-await build({ ...common, entryPoints: ['src/main.js'], outfile: join(out, 'explore.js'), format: 'iife' });
-await build({ ...common, entryPoints: ['src/explore.css'], outfile: join(out, 'explore.css') });
+// uPlot's notice is a plain comment, which minifying drops; its MIT licence asks to keep it.
+const uplot = JSON.parse(await readFile(join(here, 'node_modules/uplot/package.json'), 'utf8'));
+const notice = `/*! uPlot ${uplot.version} (c) Leon Sorokin, MIT License, https://github.com/leeoniya/uPlot */`;
+await build({ ...common, entryPoints: ['src/main.js'], outfile: join(out, 'explore.js'), format: 'iife', banner: { js: notice } });
+await build({ ...common, entryPoints: ['src/explore.css'], outfile: join(out, 'explore.css'), banner: { css: notice } });
 await copyFile(join(here, 'src/explore.html'), join(out, 'explore.html'));
 console.log(`built explore.{html,js,css} into ${out}`);
