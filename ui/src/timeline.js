@@ -6,6 +6,13 @@ import { formatMeasured } from './units.js';
 
 const HEIGHT = 170;
 
+// The y axis as wide as its longest label ("512MiB/s", "0.500ns/s"), which uPlot leaves to us.
+function axisWidth(u, values) {
+  if (!values || !values.length) return 50;
+  const longest = Math.max(...values.map((v) => String(v).length));
+  return Math.max(50, Math.ceil(longest * 7 + 18));
+}
+
 export class Timeline {
   /** @param {HTMLElement} host  @param {{onSelect(fromMs, toMs)}} opts */
   constructor(host, opts) {
@@ -63,7 +70,7 @@ export class Timeline {
         ],
         axes: [
           { stroke: '#6e6e73', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#d9d9de' } },
-          { stroke: '#6e6e73', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#d9d9de' }, size: 70, values: (u, splits) => splits.map(fmt) },
+          { stroke: '#6e6e73', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#d9d9de' }, size: axisWidth, values: (u, splits) => splits.map(fmt) },
         ],
         hooks: {
           draw: [(u) => self.decorate(u)],
