@@ -191,7 +191,7 @@ fn cpu_profile(samples: &[(&str, i64)]) -> Profile {
         sample_type: vec![ValueType { r#type: 1, unit: 2 }],
         ..Profile::default()
     };
-    let mut add = |p: &mut Profile, name: &str| -> u64 {
+    let add = |p: &mut Profile, name: &str| -> u64 {
         p.string_table.push(name.to_string());
         let id = p.function.len() as u64 + 1;
         p.function.push(Function {
