@@ -115,7 +115,26 @@ try {
   check(/checksum mismatch/.test(msg), `API error is shown: ${msg}`);
   await shot(page, 'explore-error.png');
 
-  const expected = (e) => /status of (500|400)/.test(e);
+  // Answers the dev server does not give, injected in the browser: no store configured, the
+  // scraper unreachable, a flame graph whose levels are broken.
+  await page.route('**/api/v0/explore/catalog*', (r) => r.fulfill({ status: 404, contentType: 'application/json', body: '{"error":"no pyroscope.store is configured"}' }));
+  await page.goto(`${base}/explore`);
+  await settled();
+  const banner = await page.locator('#banner').textContent();
+  check((await page.evaluate(() => document.body.dataset.state)) === 'error' && /no pyroscope.store is configured/.test(banner), `no store: ${banner}`);
+  await page.unroute('**/api/v0/explore/catalog*');
+  await page.route('**/api/v0/explore/timeline*', (r) => r.abort('connectionrefused'));
+  await page.route('**/api/v0/explore/flamegraph*', (r) => r.fulfill({ status: 200, contentType: 'application/json', body: '{"names":["total"],"levels":[[0,10,0,0],[0,5,5,7]],"total":10,"unit":"nanoseconds","measure":"per_second","seconds":1}' }));
+  await page.goto(`${base}/explore`);
+  await settled();
+  const unreachable = await page.locator('#timeline-msg').textContent();
+  check(/Cannot reach scraper/.test(unreachable), `unreachable: ${unreachable}`);
+  const broken = await page.locator('#flame-msg').textContent();
+  check(/outside names/.test(broken), `broken levels: ${broken}`);
+  await page.unroute('**/api/v0/explore/timeline*');
+  await page.unroute('**/api/v0/explore/flamegraph*');
+
+  const expected = (e) => /status of (500|400|404)|ERR_CONNECTION_REFUSED/.test(e);
   const unexpected = errors.filter((e) => !expected(e));
   check(unexpected.length === 0, `no script errors ${unexpected.join(' | ')}`);
 } finally {

@@ -21,7 +21,7 @@ async function request(path, params, signal) {
     res = await fetch(url, { signal, headers: { accept: 'application/json, text/html' } });
   } catch (e) {
     if (e && e.name === 'AbortError') throw e;
-    throw new Error(`Cannot reach scraper (${url}): ${e && e.message ? e.message : e}`);
+    throw new Error(`Cannot reach scraper (${API}${path}): ${e && e.message ? e.message : e}`);
   }
   if (!res.ok) {
     let message = '';
