@@ -1,0 +1,28 @@
+// node --test: the selector editing behind the service picker and the label browser.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseSelector, withLabel, equalityValue } from './selector.js';
+
+test('parses the matchers it can edit', () => {
+  assert.deepEqual(parseSelector('{}'), []);
+  assert.deepEqual(parseSelector(''), []);
+  assert.deepEqual(parseSelector('{service_name="app", region=~"eu.*",pod!="x\\"y"}'), [
+    { name: 'service_name', op: '=', value: 'app' },
+    { name: 'region', op: '=~', value: 'eu.*' },
+    { name: 'pod', op: '!=', value: 'x"y' },
+  ]);
+  for (const bad of ['service_name="app"', '{a=b}', '{a="b" c="d"}', '{a="b"']) assert.equal(parseSelector(bad), null, bad);
+});
+
+test('adds, replaces and removes one label', () => {
+  const cases = [
+    ['{}', 'service_name', 'app', '{service_name="app"}'],
+    ['{service_name="a", region="eu"}', 'service_name', 'b', '{region="eu", service_name="b"}'],
+    ['{service_name="a", region="eu"}', 'service_name', '', '{region="eu"}'],
+    ['{}', 'pod', 'we"ird', '{pod="we\\"ird"}'],
+    ['not a selector', 'pod', 'x', null],
+  ];
+  for (const [q, name, value, want] of cases) assert.equal(withLabel(q, name, value), want, `${q} ${name}=${value}`);
+  assert.equal(equalityValue('{service_name="app", region=~"eu"}', 'service_name'), 'app');
+  assert.equal(equalityValue('{service_name="app", region=~"eu"}', 'region'), '');
+});
