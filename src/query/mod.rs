@@ -7,10 +7,14 @@
 //! * [`catalog`]: what a source holds (label sets, values) and "did you mean" hints.
 //! * [`local`]: the source backed by a store directory.
 //! * [`remote`]: the source backed by `querier.v1.QuerierService`.
+//! * [`tree`] and [`flamegraph`]: stacks by function name and Pyroscope's flame graph
+//!   encodings of them, for the querier `scraper run` serves.
 
 pub mod catalog;
+pub mod flamegraph;
 pub mod local;
 pub mod remote;
 pub mod selector;
 pub mod source;
 pub mod time;
+pub mod tree;
