@@ -71,6 +71,7 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
         controller: controller.clone(),
         config_path: args.file.clone(),
         stores,
+        types: Default::default(),
     };
     let stop_server = CancellationToken::new();
     let mut server = crate::runtime::task::spawn(

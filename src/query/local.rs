@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::pprof::proto::Profile;
@@ -17,7 +18,7 @@ const MERGE_BATCH: usize = 64;
 
 /// A store directory opened for reading.
 pub struct LocalSource {
-    db: Db,
+    db: Arc<Db>,
 }
 
 impl LocalSource {
@@ -25,16 +26,17 @@ impl LocalSource {
         let db = Db::open_read_only(path).map_err(|e| {
             QueryError::Store(format!("opening the store at {}: {e}", path.display()))
         })?;
-        Ok(LocalSource { db })
+        Ok(LocalSource { db: Arc::new(db) })
     }
 
     /// A source over an already open store (the running scraper's).
-    pub fn from_db(db: Db) -> LocalSource {
+    pub fn from_db(db: Arc<Db>) -> LocalSource {
         LocalSource { db }
     }
 }
 
-fn selects(query: &Query, labels: &[(String, String)]) -> bool {
+/// Whether a stored series with `labels` is one `query` reads.
+pub fn selects(query: &Query, labels: &[(String, String)]) -> bool {
     labels
         .iter()
         .any(|(k, v)| k == "__name__" && *v == query.profile_type.name)

@@ -1,6 +1,7 @@
 //! The HTTP server, with Alloy's endpoints: `/metrics`, `/-/ready`, `/-/healthy`, `/-/reload`,
 //! the component API under `/api/v0/web/`, marks (`POST /api/v0/marks`, stored by every
-//! `pyroscope.store`), a plain HTML overview at `/`, the targets page at `/targets`, and
+//! `pyroscope.store`), Pyroscope's query API over those stores (`/querier.v1.QuerierService/*`,
+//! see `querier`), a plain HTML overview at `/`, the targets page at `/targets`, and
 //! `/debug/pprof/` (an index and
 //! `profile`, a CPU profile of scraper itself; Go's heap and goroutine profiles answer 404 with
 //! why: see `pprof`).
@@ -13,6 +14,7 @@ mod lifecycle;
 mod marks;
 mod metrics;
 mod pprof;
+mod querier;
 mod targets;
 mod ui;
 
@@ -38,6 +40,8 @@ pub struct AppState {
     /// The stores open in this process, where `POST /api/v0/marks` records marks: the same
     /// registry the controller hands the `pyroscope.store` components.
     pub stores: OpenStores,
+    /// The profile types of stored series, learnt once per series by the querier API.
+    pub types: std::sync::Arc<crate::query::types::TypeCache>,
 }
 
 impl AppState {
@@ -63,6 +67,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v0/web/components", get(api::list))
         .route("/api/v0/web/components/{id}", get(api::get))
         .route("/api/v0/marks", axum::routing::post(marks::create))
+        .route(
+            "/querier.v1.QuerierService/{method}",
+            axum::routing::post(querier::handle),
+        )
         .route("/debug/pprof/", get(pprof::index))
         .route("/debug/pprof/profile", get(pprof::profile))
         .route("/debug/pprof/{name}", get(pprof::not_served))
