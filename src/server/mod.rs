@@ -10,6 +10,7 @@
 //! probes and scripts written for Alloy keep working against scraper.
 
 mod api;
+mod explore_flamegraph;
 mod lifecycle;
 mod marks;
 mod metrics;
@@ -67,6 +68,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v0/web/components", get(api::list))
         .route("/api/v0/web/components/{id}", get(api::get))
         .route("/api/v0/marks", axum::routing::post(marks::create))
+        .route(
+            "/api/v0/explore/flamegraph",
+            get(explore_flamegraph::flamegraph),
+        )
         .route(
             "/querier.v1.QuerierService/{method}",
             axum::routing::post(querier::handle),
