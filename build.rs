@@ -1,10 +1,11 @@
-//! Generates protobuf types: pprof from proto/profile.proto, Pyroscope's push API from
-//! proto/push/v1/push.proto + proto/types/v1/types.proto, and OTLP profiles from
+//! Generates protobuf types: pprof from proto/profile.proto, Pyroscope's push and query APIs
+//! from proto/push/v1/push.proto, proto/querier/v1/querier.proto and
+//! proto/types/v1/types.proto, and OTLP profiles from
 //! proto/opentelemetry/ (the export request and the messages it uses).
 //!
 //! protox parses the .proto files in pure Rust so neither developers nor CI need a
 //! `protoc` binary; prost-build then emits one file per package (`perftools.profiles.rs`,
-//! `push.v1.rs`, `types.v1.rs`, `opentelemetry.proto.*.rs`) into OUT_DIR, which
+//! `push.v1.rs`, `querier.v1.rs`, `types.v1.rs`, `opentelemetry.proto.*.rs`) into OUT_DIR, which
 //! src/pprof/proto.rs, src/protocols/pyroscope/proto.rs and src/protocols/otlp/proto.rs include.
 
 use std::error::Error;
@@ -13,6 +14,7 @@ const PROTO_DIR: &str = "proto";
 const PROFILE_PROTO: &str = "proto/profile.proto";
 const PUSH_PROTO: &str = "proto/push/v1/push.proto";
 const TYPES_PROTO: &str = "proto/types/v1/types.proto";
+const QUERIER_PROTO: &str = "proto/querier/v1/querier.proto";
 const OTLP_PROTOS: [&str; 4] = [
     "proto/opentelemetry/proto/common/v1/common.proto",
     "proto/opentelemetry/proto/resource/v1/resource.proto",
@@ -24,7 +26,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     // Without these cargo re-runs the script whenever any file in the package
     // changes, i.e. on every edit of any source file. Edits to build.rs itself
     // need no line: they recompile the script, which always re-runs it.
-    let protos: Vec<&str> = [PROFILE_PROTO, PUSH_PROTO, TYPES_PROTO]
+    let protos: Vec<&str> = [PROFILE_PROTO, PUSH_PROTO, TYPES_PROTO, QUERIER_PROTO]
         .into_iter()
         .chain(OTLP_PROTOS)
         .collect();

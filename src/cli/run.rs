@@ -74,6 +74,7 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
         config_path: args.file.clone(),
         stores,
         budget,
+        types: Default::default(),
     };
     let stop_server = CancellationToken::new();
     let mut server = crate::runtime::task::spawn(

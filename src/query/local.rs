@@ -73,7 +73,8 @@ impl LocalSource {
     }
 }
 
-fn selects(query: &Query, labels: &[(String, String)]) -> bool {
+/// Whether a stored series with `labels` is one `query` reads.
+pub fn selects(query: &Query, labels: &[(String, String)]) -> bool {
     labels
         .iter()
         .any(|(k, v)| k == "__name__" && *v == query.profile_type.name)

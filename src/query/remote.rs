@@ -44,89 +44,17 @@ pub const SERIES_PATH: &str = "/querier.v1.QuerierService/Series";
 /// Longest range sent in one request: the backend's default `max_query_length`.
 pub const MAX_CHUNK: Duration = Duration::from_secs(24 * 3600);
 
-/// `querier.v1.ProfileFormat.PROFILE_FORMAT_PPROF`.
-const FORMAT_PPROF: i32 = 4;
 /// The label Pyroscope files every series' profile type ID under.
 const PROFILE_TYPE_LABEL: &str = "__profile_type__";
 /// Merged profiles of a whole window can be large; this only stops a runaway response.
 const MAX_PROFILE_BYTES: usize = 1 << 30;
 
-/// The querier messages this source sends and reads (field numbers from `querier.proto`).
+/// The querier messages this source sends and reads, generated from proto/querier/v1.
 mod wire {
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct SelectMergeStacktracesRequest {
-        #[prost(string, tag = "1")]
-        pub profile_type_id: String,
-        #[prost(string, tag = "2")]
-        pub label_selector: String,
-        #[prost(int64, tag = "3")]
-        pub start: i64,
-        #[prost(int64, tag = "4")]
-        pub end: i64,
-        #[prost(int32, tag = "6")]
-        pub format: i32,
-    }
-
-    /// Only `pprof` (5) is read; a flame graph (1) in its place means an older server.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct SelectMergeStacktracesResponse {
-        #[prost(message, optional, tag = "5")]
-        pub pprof: Option<PprofProfile>,
-    }
-
-    /// `profile` is a `google.v1.Profile` message; kept as bytes to decode it (and accept
-    /// gzip) with the pprof codec.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct PprofProfile {
-        #[prost(bytes = "vec", tag = "1")]
-        pub profile: Vec<u8>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct SelectMergeProfileRequest {
-        #[prost(string, tag = "1")]
-        pub profile_type_id: String,
-        #[prost(string, tag = "2")]
-        pub label_selector: String,
-        #[prost(int64, tag = "3")]
-        pub start: i64,
-        #[prost(int64, tag = "4")]
-        pub end: i64,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct SeriesRequest {
-        #[prost(string, repeated, tag = "1")]
-        pub matchers: Vec<String>,
-        #[prost(string, repeated, tag = "2")]
-        pub label_names: Vec<String>,
-        #[prost(int64, tag = "3")]
-        pub start: i64,
-        #[prost(int64, tag = "4")]
-        pub end: i64,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct SeriesResponse {
-        #[prost(message, repeated, tag = "2")]
-        pub labels_set: Vec<Labels>,
-    }
-
-    /// `types.v1.Labels`.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Labels {
-        #[prost(message, repeated, tag = "1")]
-        pub labels: Vec<LabelPair>,
-    }
-
-    /// `types.v1.LabelPair`.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct LabelPair {
-        #[prost(string, tag = "1")]
-        pub name: String,
-        #[prost(string, tag = "2")]
-        pub value: String,
-    }
+    pub use crate::protocols::pyroscope::proto::querier::v1::{
+        ProfileFormat, SelectMergeProfileRequest, SelectMergeStacktracesRequest,
+        SelectMergeStacktracesResponse, SeriesRequest, SeriesResponse,
+    };
 }
 
 /// How to reach the backend; what `pyroscope.write` endpoints support, minus TLS client
@@ -313,7 +241,8 @@ impl RemoteSource {
                 label_selector: selector.to_string(),
                 start,
                 end,
-                format: FORMAT_PPROF,
+                format: wire::ProfileFormat::Pprof as i32,
+                ..Default::default()
             };
             let body = self
                 .call(SELECT_MERGE_STACKTRACES_PATH, request.encode_to_vec())
@@ -336,6 +265,7 @@ impl RemoteSource {
             label_selector: selector.to_string(),
             start,
             end,
+            ..Default::default()
         };
         let body = self
             .call(SELECT_MERGE_PROFILE_PATH, request.encode_to_vec())

@@ -1,6 +1,7 @@
 //! The HTTP server, with Alloy's endpoints: `/metrics`, `/-/ready`, `/-/healthy`, `/-/reload`,
 //! the component API under `/api/v0/web/`, marks (`POST /api/v0/marks` stores one in every
-//! `pyroscope.store`, `GET` lists them), `/debug/pprof/` (an index; `profile`, a CPU profile
+//! `pyroscope.store`, `GET` lists them), Pyroscope's query API over those stores
+//! (`/querier.v1.QuerierService/*`, see `querier`), `/debug/pprof/` (an index; `profile`, a CPU profile
 //! of scraper itself; `goroutine`, its live tasks; `heap`, its resident memory by account; Go's
 //! other profiles answer 404 with why: see `pprof`), and our pages, all server-rendered and escaped:
 //!
@@ -24,6 +25,7 @@ mod marks;
 mod metrics;
 mod pprof;
 mod self_profiles;
+mod querier;
 mod targets;
 mod ui;
 
@@ -52,6 +54,8 @@ pub struct AppState {
     pub stores: OpenStores,
     /// The process's memory budget: `/debug/pprof/heap` breaks RSS down by its accounts.
     pub budget: Budget,
+    /// The profile types of stored series, learnt once per series by the querier API.
+    pub types: std::sync::Arc<crate::query::types::TypeCache>,
 }
 
 impl AppState {
@@ -78,6 +82,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v0/web/components", get(api::list))
         .route("/api/v0/web/components/{id}", get(api::get))
         .route("/api/v0/marks", explore::marks_list().post(marks::create))
+        .route(
+            "/querier.v1.QuerierService/{method}",
+            axum::routing::post(querier::handle),
+        )
         .route("/debug/pprof/", get(pprof::index))
         .route("/debug/pprof/profile", get(pprof::profile))
         .route("/debug/pprof/goroutine", get(pprof::goroutine))

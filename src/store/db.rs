@@ -510,6 +510,44 @@ impl Db {
         Ok(n)
     }
 
+    /// The newest profile of series `id` in `[from, to)` (its time and stored gzip bytes):
+    /// what a reader needs to learn a series' sample types without reading the whole range.
+    pub fn last_profile(
+        &self,
+        id: u64,
+        from: SystemTime,
+        to: SystemTime,
+    ) -> Result<Option<(SystemTime, Vec<u8>)>, StoreError> {
+        let (from, to) = (to_nanos(from), to_nanos(to));
+        if from >= to {
+            return Ok(None);
+        }
+        let f = &self.file;
+        let handle = self.read();
+        let txn = self.begin_read(&handle)?;
+        let chunks = txn.open_table(CHUNKS).at(f)?;
+        let Some(last) = chunks.range((id, from, 0)..(id, to, 0)).at(f)?.next_back() else {
+            return Ok(None);
+        };
+        let at = last.at(f)?.0.value().1;
+        let mut buf = Vec::new();
+        for (expected, row) in chunks
+            .range((id, at, 0)..=(id, at, u32::MAX))
+            .at(f)?
+            .enumerate()
+        {
+            let (key, value) = row.at(f)?;
+            if usize::try_from(key.value().2).ok() != Some(expected) {
+                return Err(StoreError::corrupt(
+                    f,
+                    format!("series {id} at {at}: chunk {} out of order", key.value().2),
+                ));
+            }
+            buf.extend_from_slice(value.value());
+        }
+        Ok(Some((from_nanos(at), buf)))
+    }
+
     /// How many profiles [`Db::select`] would return, reading only the time index.
     pub fn count(
         &self,

@@ -137,6 +137,24 @@ impl Code {
         })
     }
 
+    /// The HTTP status a Connect server answers an error of this code with (the Connect
+    /// protocol's table).
+    pub fn http_status(self) -> u16 {
+        match self {
+            Code::Canceled => 499,
+            Code::Unknown | Code::Internal | Code::DataLoss => 500,
+            Code::InvalidArgument | Code::FailedPrecondition | Code::OutOfRange => 400,
+            Code::DeadlineExceeded => 504,
+            Code::NotFound => 404,
+            Code::AlreadyExists | Code::Aborted => 409,
+            Code::PermissionDenied => 403,
+            Code::ResourceExhausted => 429,
+            Code::Unimplemented => 501,
+            Code::Unavailable => 503,
+            Code::Unauthenticated => 401,
+        }
+    }
+
     /// connect-go's `httpToCode`, for error responses that are not Connect errors (a proxy's
     /// 502, a plain 429...). Note 400 -> internal and 429 -> unavailable.
     pub fn from_http_status(status: u16) -> Code {

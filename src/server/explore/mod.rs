@@ -15,6 +15,7 @@ mod catalog;
 mod diff;
 mod download;
 mod error;
+mod flamegraph;
 mod marks;
 mod pages;
 mod params;
@@ -34,6 +35,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/explore/assets/{name}", get(pages::asset))
         .route("/api/v0/explore/catalog", get(catalog::catalog))
         .route("/api/v0/explore/timeline", get(timeline::timeline))
+        .route("/api/v0/explore/flamegraph", get(flamegraph::flamegraph))
         .route("/api/v0/explore/diff", get(diff::diff))
         .route("/api/v0/explore/pprof", get(download::pprof))
         .route("/api/v0/explore/pgo", get(download::pgo))

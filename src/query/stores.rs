@@ -1,0 +1,333 @@
+//! Queries over the stores open in a running scraper (every `pyroscope.store`), for the
+//! querier API and the explorer that `scraper run` serves. Blocking: call from a blocking
+//! context.
+//!
+//! The same rules as `scraper query --store` ([`super::local`]): a series is read when its
+//! `__name__` is the profile type's name and the selector matches its labels; a profile that
+//! does not decode or lacks the sample type is skipped (the first such error is returned only
+//! when nothing at all could be read); a profile that started before the range belongs to
+//! neither side of it.
+//!
+//! Profiles are decoded on a few worker threads while the store is read on the caller's:
+//! decompressing and decoding is most of a window's cost, and a flame graph or a total needs
+//! no merged pprof, so each worker builds its own tree (or totals) and the trees are merged
+//! once at the end.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::catalog::LabelSet;
+use super::local::{LocalSource, selects};
+use super::source::{Merged, ProfileSource, Query, QueryError, ProfileType};
+use super::tree::NameTree;
+use crate::pprof::proto::Profile;
+use crate::store::Db;
+
+/// Decoding threads per query; the machine's parallelism, at most this.
+const MAX_WORKERS: usize = 4;
+
+/// A window's profiles as one call tree.
+#[derive(Debug)]
+pub struct Selection {
+    pub tree: NameTree,
+    /// Profiles read (skipped ones included, as `scraper query` counts them).
+    pub profiles: usize,
+    /// Distinct series they came from.
+    pub series: usize,
+}
+
+/// One profile's total of the query's sample type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileTotal {
+    pub labels: Arc<LabelSet>,
+    pub at: SystemTime,
+    pub total: i64,
+}
+
+/// The stores a query reads.
+#[derive(Clone, Debug, Default)]
+pub struct Stores {
+    dbs: Vec<Arc<Db>>,
+}
+
+/// The index of `ty`'s sample type in `p`, or why it has none.
+pub fn sample_type_index(p: &Profile, ty: &ProfileType) -> Result<usize, QueryError> {
+    let (want_type, want_unit) = ty.sample_type();
+    let s = |i: i64| {
+        p.string_table
+            .get(usize::try_from(i).unwrap_or(usize::MAX))
+            .map_or("", String::as_str)
+    };
+    p.sample_type
+        .iter()
+        .position(|vt| s(vt.r#type) == want_type && (want_unit.is_empty() || s(vt.unit) == want_unit))
+        .ok_or_else(|| {
+            let have: Vec<String> = p
+                .sample_type
+                .iter()
+                .map(|vt| format!("{}/{}", s(vt.r#type), s(vt.unit)))
+                .collect();
+            QueryError::Merge(format!(
+                "profile has no {want_type}/{want_unit} samples (it has {})",
+                have.join(", ")
+            ))
+        })
+}
+
+fn nanos(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// What a worker is handed: the series (index into the call's series table), the time and the
+/// stored bytes.
+type Job = (usize, SystemTime, Vec<u8>);
+
+/// What [`Stores::decode_all`] found.
+struct Decoded<S> {
+    states: Vec<S>,
+    /// Profiles read, skipped ones included.
+    profiles: usize,
+    /// Labels by the series index the work was given.
+    series: Vec<Arc<LabelSet>>,
+    /// The first profile skipped, and why.
+    failure: Option<QueryError>,
+}
+
+/// The outcome of one worker.
+struct Done<S> {
+    state: S,
+    failure: Option<QueryError>,
+}
+
+impl Stores {
+    pub fn new(dbs: Vec<Arc<Db>>) -> Stores {
+        Stores { dbs }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.dbs.is_empty()
+    }
+
+    pub fn dbs(&self) -> &[Arc<Db>] {
+        &self.dbs
+    }
+
+    /// Runs `work` on every decoded profile of `query` on worker threads, each with its own
+    /// state from `init`. Returns the states, the profiles read and the series table (labels
+    /// by the index `work` is given).
+    fn decode_all<S: Send>(
+        &self,
+        query: &Query,
+        init: impl Fn() -> S + Sync,
+        work: impl Fn(&mut S, usize, SystemTime, &Profile, usize) -> Result<(), QueryError> + Sync,
+    ) -> Result<Decoded<S>, QueryError> {
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_WORKERS);
+        let from = nanos(query.from);
+        let limits = crate::pprof::Limits::default();
+        let mut table: Vec<Arc<LabelSet>> = Vec::new();
+        let mut done = 0usize;
+        let outcome = std::thread::scope(|scope| {
+            let (tx, rx) = mpsc::sync_channel::<Job>(workers * 2);
+            let rx = Arc::new(std::sync::Mutex::new(rx));
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let rx = rx.clone();
+                    let (init, work, limits) = (&init, &work, &limits);
+                    scope.spawn(move || {
+                        let mut out = Done {
+                            state: init(),
+                            failure: None,
+                        };
+                        loop {
+                            let job = crate::sync::lock(&rx).recv();
+                            let Ok((series, at, bytes)) = job else { break };
+                            let result = crate::pprof::decode(&bytes, limits)
+                                .map_err(|e| QueryError::Merge(e.to_string()))
+                                .and_then(|p| {
+                                    // Started before the range: it belongs to the window before.
+                                    if p.time_nanos > 0 && p.time_nanos < from {
+                                        return Ok(());
+                                    }
+                                    let index = sample_type_index(&p, &query.profile_type)?;
+                                    work(&mut out.state, series, at, &p, index)
+                                });
+                            if let Err(e) = result {
+                                tracing::debug!(error = %e, "skipping a stored profile");
+                                out.failure.get_or_insert(e);
+                            }
+                        }
+                        out
+                    })
+                })
+                .collect();
+            let mut read = || -> Result<(), QueryError> {
+                for db in &self.dbs {
+                    let mut ids: HashMap<u64, usize> = HashMap::new();
+                    let filter = |labels: &[(String, String)]| selects(query, labels);
+                    db.select(&filter, query.from, query.to, &mut |s, at, bytes| {
+                        let index = *ids.entry(s.id).or_insert_with(|| {
+                            table.push(Arc::new(s.labels.clone()));
+                            table.len() - 1
+                        });
+                        done += 1;
+                        // A closed channel means every worker is gone; nothing more to do.
+                        let _ = tx.send((index, at, bytes.to_vec()));
+                        Ok(())
+                    })
+                    .map_err(|e| {
+                        QueryError::Store(format!("reading {}: {e}", db.path().display()))
+                    })?;
+                }
+                Ok(())
+            };
+            let read = read();
+            drop(tx);
+            let results: Vec<Done<S>> = handles
+                .into_iter()
+                .map(|h| match h.join() {
+                    Ok(d) => d,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                })
+                .collect();
+            read.map(|()| results)
+        })?;
+        let mut failure = None;
+        let mut states = Vec::with_capacity(outcome.len());
+        for d in outcome {
+            if failure.is_none() {
+                failure = d.failure;
+            }
+            states.push(d.state);
+        }
+        Ok(Decoded {
+            states,
+            profiles: done,
+            series: table,
+            failure,
+        })
+    }
+
+    /// Every profile of `query` as one call tree; `call_site` keeps only the stacks starting
+    /// with those frames. `None` when no profile matched.
+    pub fn tree(&self, query: &Query, call_site: &[String]) -> Result<Option<Selection>, QueryError> {
+        let decoded = self.decode_all(
+            query,
+            || (NameTree::with_call_site(call_site), 0usize),
+            |(tree, added), _, _, p, index| {
+                tree.add_profile(p, index)
+                    .map_err(|e| QueryError::Merge(e.to_string()))?;
+                *added += 1;
+                Ok(())
+            },
+        )?;
+        if decoded.profiles == 0 {
+            return Ok(None);
+        }
+        let added: usize = decoded.states.iter().map(|(_, n)| n).sum();
+        if added == 0 {
+            // Every profile was skipped: say why rather than answer "nothing".
+            return match decoded.failure {
+                Some(e) => Err(e),
+                // Only profiles straddling the range's start.
+                None => Ok(None),
+            };
+        }
+        let mut trees = decoded.states.into_iter().map(|(t, _)| t);
+        let mut tree = trees.next().unwrap_or_default();
+        for t in trees {
+            tree.merge(&t);
+        }
+        let (profiles, series) = (decoded.profiles, decoded.series);
+        Ok(Some(Selection {
+            tree,
+            profiles,
+            series: series.len(),
+        }))
+    }
+
+    /// Every profile of `query` with its total value, in no particular order.
+    pub fn totals(&self, query: &Query) -> Result<Vec<ProfileTotal>, QueryError> {
+        let decoded = self.decode_all(
+            query,
+            Vec::new,
+            |out: &mut Vec<(usize, SystemTime, i64)>, series, at, p, index| {
+                let total = p
+                    .sample
+                    .iter()
+                    .filter_map(|s| s.value.get(index))
+                    .fold(0i64, |a, v| a.saturating_add(*v));
+                out.push((series, at, total));
+                Ok(())
+            },
+        )?;
+        let table = decoded.series;
+        Ok(decoded
+            .states
+            .into_iter()
+            .flatten()
+            .map(|(series, at, total)| ProfileTotal {
+                labels: table[series].clone(),
+                at,
+                total,
+            })
+            .collect())
+    }
+
+    /// The merged pprof of `query`, as `scraper query --store` builds it, over every store.
+    pub fn merge(&self, query: &Query) -> Result<Option<Merged>, QueryError> {
+        let mut parts = Vec::new();
+        for db in &self.dbs {
+            if let Some(m) = LocalSource::from_db(db.clone()).select_merge(query, &mut |_, _| {})? {
+                parts.push(m);
+            }
+        }
+        match parts.len() {
+            0 => Ok(None),
+            1 => Ok(parts.pop()),
+            _ => {
+                let profiles: Vec<Profile> = parts.iter().map(|m| m.profile.clone()).collect();
+                let profile =
+                    crate::pprof::merge(&profiles).map_err(|e| QueryError::Merge(e.to_string()))?;
+                Ok(Some(Merged {
+                    profile,
+                    profiles: parts.iter().map(|m| m.profiles).sum(),
+                    series: parts.iter().map(|m| m.series).sum(),
+                }))
+            }
+        }
+    }
+
+    /// The stored series with profiles in `[from, to)`: `(store index, id, labels)`.
+    pub fn series(&self, from: SystemTime, to: SystemTime) -> Result<Vec<(usize, u64, LabelSet)>, QueryError> {
+        let mut out = Vec::new();
+        for (d, db) in self.dbs.iter().enumerate() {
+            let series = db
+                .series_in(from, to)
+                .map_err(|e| QueryError::Store(format!("reading {}: {e}", db.path().display())))?;
+            out.extend(series.into_iter().map(|s| (d, s.id, s.labels)));
+        }
+        Ok(out)
+    }
+
+    /// The oldest and newest profile times over every store.
+    pub fn time_span(&self) -> Result<Option<(SystemTime, SystemTime)>, QueryError> {
+        let mut span: Option<(SystemTime, SystemTime)> = None;
+        for db in &self.dbs {
+            let stats = db
+                .stats()
+                .map_err(|e| QueryError::Store(format!("reading {}: {e}", db.path().display())))?;
+            if let (Some(a), Some(b)) = (stats.oldest, stats.newest) {
+                span = Some(match span {
+                    Some((x, y)) => (x.min(a), y.max(b)),
+                    None => (a, b),
+                });
+            }
+        }
+        Ok(span)
+    }
+}

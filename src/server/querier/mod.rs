@@ -1,0 +1,143 @@
+//! Pyroscope's query API on the running scraper's stores: `POST
+//! /querier.v1.QuerierService/<Method>` (Connect unary, binary protobuf, gzip), so that
+//! `scraper query/diff/pgo --url http://<scraper>`, `profilecli` and Grafana's Pyroscope data
+//! source read this process's `pyroscope.store`s as they read a Pyroscope backend.
+//!
+//! * Methods: `ProfileTypes`, `LabelNames`, `LabelValues`, `Series`, `GetProfileStats`
+//!   ([`catalog`]); `SelectMergeStacktraces` (flame graph or pprof, `go_pgo` included),
+//!   `SelectMergeProfile`, `SelectSeries` and `Diff` ([`select`]). Read-only.
+//! * Every open store is read (the same set `POST /api/v0/marks` writes to); with none open,
+//!   calls fail with `failed_precondition`.
+//! * Tenancy: `X-Scope-OrgID` is accepted and ignored. The store is single-tenant: whoever
+//!   can reach this port reads everything in it, whatever tenant they name.
+//! * Ranges are not limited (upstream refuses more than 24 h by default): the store is local.
+//! * Reads are blocking store calls, run on the blocking pool.
+
+mod catalog;
+mod connect;
+mod request;
+mod select;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use prost::Message;
+
+use self::connect::ConnectError;
+use super::AppState;
+use crate::protocols::pyroscope::wire::Code;
+use crate::query::stores::Stores;
+use crate::query::types::TypeCache;
+
+/// The service's path prefix.
+pub(super) const SERVICE: &str = "querier.v1.QuerierService";
+
+/// Methods upstream has and this querier does not serve, with why.
+const NOT_SERVED: [(&str, &str); 3] = [
+    ("SelectMergeSpanProfile", "span profiles are not stored"),
+    ("SelectHeatmap", "heatmaps are not supported"),
+    ("AnalyzeQuery", "query analysis is not supported"),
+];
+
+/// Decodes a `Req`, answers it with `f`, encodes the answer.
+fn call<Req: Message + Default, Resp: Message>(
+    method: &str,
+    body: &[u8],
+    f: impl FnOnce(Req) -> Result<Resp, ConnectError>,
+) -> Result<Vec<u8>, ConnectError> {
+    let req = Req::decode(body)
+        .map_err(|e| ConnectError::invalid(format!("unmarshal {method} request: {e}")))?;
+    f(req).map(|r| r.encode_to_vec())
+}
+
+/// Answers `method` from `stores` (blocking).
+fn dispatch(
+    method: &str,
+    stores: &Stores,
+    types: &TypeCache,
+    body: &[u8],
+) -> Result<Vec<u8>, ConnectError> {
+    if stores.is_empty() {
+        return Err(ConnectError::new(
+            Code::FailedPrecondition,
+            "no pyroscope.store component is running: the querier reads the stores of this process",
+        ));
+    }
+    match method {
+        "ProfileTypes" => call(method, body, |r| catalog::profile_types(stores, types, r)),
+        "LabelNames" => call(method, body, |r| catalog::label_names(stores, types, r)),
+        "LabelValues" => call(method, body, |r| catalog::label_values(stores, types, r)),
+        "Series" => call(method, body, |r| catalog::series(stores, types, r)),
+        "GetProfileStats" => call(
+            method,
+            body,
+            |_: crate::protocols::pyroscope::proto::types::v1::GetProfileStatsRequest| {
+                catalog::profile_stats(stores)
+            },
+        ),
+        "SelectMergeStacktraces" => call(method, body, |r| select::select_merge_stacktraces(stores, r)),
+        "SelectMergeProfile" => {
+            use crate::protocols::pyroscope::proto::querier::v1::SelectMergeProfileRequest;
+            let req = SelectMergeProfileRequest::decode(body)
+                .map_err(|e| ConnectError::invalid(format!("unmarshal {method} request: {e}")))?;
+            select::select_merge_profile(stores, req)
+        }
+        "SelectSeries" => call(method, body, |r| select::select_series(stores, r)),
+        "Diff" => call(method, body, |r| select::diff(stores, r)),
+        _ => Err(ConnectError::unimplemented(format!("unknown method {SERVICE}/{method}"))),
+    }
+}
+
+/// `POST /querier.v1.QuerierService/{method}`.
+pub(super) async fn handle(
+    State(state): State<AppState>,
+    Path(method): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some((_, why)) = NOT_SERVED.iter().find(|(m, _)| *m == method) {
+        return ConnectError::unimplemented(format!("{SERVICE}/{method} is not served: {why}"))
+            .into_response();
+    }
+    const KNOWN: [&str; 9] = [
+        "ProfileTypes",
+        "LabelNames",
+        "LabelValues",
+        "Series",
+        "GetProfileStats",
+        "SelectMergeStacktraces",
+        "SelectMergeProfile",
+        "SelectSeries",
+        "Diff",
+    ];
+    if !KNOWN.contains(&method.as_str()) {
+        // Connect clients read a 404 as `unimplemented`; the body says which method.
+        return ConnectError {
+            status: Some(404),
+            ..ConnectError::unimplemented(format!(
+                "unknown method {SERVICE}/{method}; served: {}",
+                KNOWN.join(", ")
+            ))
+        }
+        .into_response();
+    }
+    let body = match connect::request_body(&headers, &body) {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let stores = Stores::new(state.stores.running().into_iter().map(|r| r.db).collect());
+    let types = state.types.clone();
+    let started = std::time::Instant::now();
+    let method_name = method.clone();
+    let result = crate::runtime::task::spawn_blocking("server.querier", move || {
+        dispatch(&method_name, &stores, &types, &body)
+    })
+    .await
+    .unwrap_or_else(|e| Err(ConnectError::new(Code::Internal, format!("the query failed: {e}"))));
+    tracing::debug!(method = %method, elapsed_ms = started.elapsed().as_millis() as u64, ok = result.is_ok(), "querier call");
+    match result {
+        Ok(message) => connect::response(&headers, message),
+        Err(e) => e.into_response(),
+    }
+}
