@@ -287,42 +287,54 @@ async fn prometheus_as_a_third_party_target() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn local_config_prints_our_own_cpu_profile() {
+async fn local_config_prints_our_own_profiles() {
     let text = std::fs::read_to_string(scrape_support::repo().join("config/local.alloy"))
         .expect("config/local.alloy");
     assert!(text.contains("127.0.0.1:12345"));
     let scraper = Scraper::start(|addr| text.replace("127.0.0.1:12345", addr)).await;
     let printed = scraper
         .wait(Duration::from_secs(25), |s| {
-            s.output().contains(
-                "pyroscope.debug.console: profile #1 process_cpu service_name=\"scraper\"",
-            )
+            let out = s.output();
+            ["process_cpu", "memory", "goroutine"]
+                .iter()
+                .all(|t| out.contains(&format!(" {t} service_name=\"scraper\"")))
         })
         .await;
     assert!(
         printed,
-        "no profile printed; stdout:\n{}\nlogs:\n{}",
+        "not every profile type printed; stdout:\n{}\nlogs:\n{}",
         scraper.output(),
         scraper.logs()
     );
     let out = scraper.output();
     assert!(out.contains("  sample types: samples/count"), "{out}");
     assert!(out.contains("__name__=\"process_cpu\""), "{out}");
+    // Our tasks by name and our memory by account (src/server/self_profiles.rs).
+    assert!(out.contains("  sample types: goroutine/count"), "{out}");
+    assert!(out.contains("  sample types: inuse_space/bytes"), "{out}");
     let debug = scraper.component("pyroscope.debug.console").await;
     assert!(
-        debug["debugInfo"]["printed_total"].as_u64() >= Some(1),
+        debug["debugInfo"]["printed_total"].as_u64() >= Some(3),
         "{debug}"
     );
     let targets = scraper.targets("pyroscope.scrape.self").await;
-    assert_eq!(targets.len(), 1, "only process_cpu is enabled: {targets:?}");
-    assert_eq!(targets[0]["health"], "up");
-    assert!(
-        targets[0]["url"]
-            .as_str()
-            .is_some_and(|u| u.ends_with("/debug/pprof/profile?seconds=4")),
-        "{}",
-        targets[0]
+    let mut urls: Vec<&str> = targets.iter().filter_map(|t| t["url"].as_str()).collect();
+    urls.sort();
+    assert_eq!(
+        urls.len(),
+        3,
+        "cpu, memory and goroutine are enabled: {targets:?}"
     );
+    for (url, path) in urls.iter().zip([
+        "/debug/pprof/goroutine",
+        "/debug/pprof/heap",
+        "/debug/pprof/profile?seconds=4",
+    ]) {
+        assert!(url.ends_with(path), "{url} should end with {path}");
+    }
+    for t in &targets {
+        assert_eq!(t["health"], "up", "{t}");
+    }
 }
 
 /// The seed config passes `scraper check` unchanged (it runs end to end in
