@@ -303,7 +303,10 @@ fn pprof_info_total_of_the_ranked_type() {
     let info = "Sample types:\n  samples/count: total 7\n  cpu/nanoseconds (default): total 70\n\
                 Period: 1 cpu/nanoseconds\nTop functions by cpu/nanoseconds:\n";
     assert_eq!(ranked_total(info), Some(70));
-    assert_eq!(ranked_total("Sample types:\n  cpu/nanoseconds: total 70\n"), None);
+    assert_eq!(
+        ranked_total("Sample types:\n  cpu/nanoseconds: total 70\n"),
+        None
+    );
 }
 
 #[test]

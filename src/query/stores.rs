@@ -20,7 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::catalog::LabelSet;
 use super::local::{LocalSource, selects};
-use super::source::{Merged, ProfileSource, Query, QueryError, ProfileType};
+use super::source::{Merged, ProfileSource, ProfileType, Query, QueryError};
 use super::tree::NameTree;
 use crate::pprof::proto::Profile;
 use crate::store::Db;
@@ -62,7 +62,9 @@ pub fn sample_type_index(p: &Profile, ty: &ProfileType) -> Result<usize, QueryEr
     };
     p.sample_type
         .iter()
-        .position(|vt| s(vt.r#type) == want_type && (want_unit.is_empty() || s(vt.unit) == want_unit))
+        .position(|vt| {
+            s(vt.r#type) == want_type && (want_unit.is_empty() || s(vt.unit) == want_unit)
+        })
         .ok_or_else(|| {
             let have: Vec<String> = p
                 .sample_type
@@ -214,7 +216,11 @@ impl Stores {
 
     /// Every profile of `query` as one call tree; `call_site` keeps only the stacks starting
     /// with those frames. `None` when no profile matched.
-    pub fn tree(&self, query: &Query, call_site: &[String]) -> Result<Option<Selection>, QueryError> {
+    pub fn tree(
+        &self,
+        query: &Query,
+        call_site: &[String],
+    ) -> Result<Option<Selection>, QueryError> {
         let decoded = self.decode_all(
             query,
             || (NameTree::with_call_site(call_site), 0usize),
@@ -303,7 +309,11 @@ impl Stores {
     }
 
     /// The stored series with profiles in `[from, to)`: `(store index, id, labels)`.
-    pub fn series(&self, from: SystemTime, to: SystemTime) -> Result<Vec<(usize, u64, LabelSet)>, QueryError> {
+    pub fn series(
+        &self,
+        from: SystemTime,
+        to: SystemTime,
+    ) -> Result<Vec<(usize, u64, LabelSet)>, QueryError> {
         let mut out = Vec::new();
         for (d, db) in self.dbs.iter().enumerate() {
             let series = db

@@ -92,7 +92,9 @@ pub fn types_of(p: &Profile, name: &str) -> Vec<SeriesType> {
     let (period_type, period_unit) = p
         .period_type
         .as_ref()
-        .map_or((String::new(), String::new()), |pt| (s(pt.r#type), s(pt.unit)));
+        .map_or((String::new(), String::new()), |pt| {
+            (s(pt.r#type), s(pt.unit))
+        });
     p.sample_type
         .iter()
         .map(|vt| SeriesType {

@@ -24,8 +24,8 @@ mod lifecycle;
 mod marks;
 mod metrics;
 mod pprof;
-mod self_profiles;
 mod querier;
+mod self_profiles;
 mod targets;
 mod ui;
 

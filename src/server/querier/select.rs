@@ -119,7 +119,12 @@ fn tree(stores: &Stores, req: &q::SelectMergeStacktracesRequest) -> Result<NameT
         &req.span_selector,
     )?;
     let sel = stacks(req.stack_trace_selector.clone());
-    let Some((query, _)) = query(&req.profile_type_id, &req.label_selector, req.start, req.end)?
+    let Some((query, _)) = query(
+        &req.profile_type_id,
+        &req.label_selector,
+        req.start,
+        req.end,
+    )?
     else {
         return Ok(NameTree::new());
     };
@@ -213,7 +218,12 @@ pub fn select_merge_profile(
             "a call_site stack trace selector is supported with flame graphs only, not with pprof output",
         ));
     }
-    let Some((query, _)) = query(&req.profile_type_id, &req.label_selector, req.start, req.end)?
+    let Some((query, _)) = query(
+        &req.profile_type_id,
+        &req.label_selector,
+        req.start,
+        req.end,
+    )?
     else {
         return Ok(Vec::new());
     };
@@ -270,7 +280,12 @@ pub fn select_series(
         },
     };
     let (_, series_type) = super::request::profile_type(&req.profile_type_id)?;
-    let Some((query, range)) = query(&req.profile_type_id, &req.label_selector, req.start, req.end)?
+    let Some((query, range)) = query(
+        &req.profile_type_id,
+        &req.label_selector,
+        req.start,
+        req.end,
+    )?
     else {
         return Ok(q::SelectSeriesResponse::default());
     };
@@ -278,10 +293,9 @@ pub fn select_series(
     // Group labels -> step timestamp -> (sum, count).
     let mut groups: BTreeMap<Vec<(String, String)>, BTreeMap<i64, (f64, u64)>> = BTreeMap::new();
     for p in stores.totals(&query).map_err(store_error)? {
-        let ts = p
-            .at
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let ts =
+            p.at.duration_since(UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         // Upstream's steps are start, start + step, ... up to end; a profile counts at the
         // first step at or after its time.
         let after = (ts - range.start_ms).max(0);
@@ -294,7 +308,11 @@ pub fn select_series(
             .into_iter()
             .filter(|(k, _)| req.group_by.contains(k))
             .collect();
-        let point = groups.entry(key).or_default().entry(step_at).or_insert((0.0, 0));
+        let point = groups
+            .entry(key)
+            .or_default()
+            .entry(step_at)
+            .or_insert((0.0, 0));
         point.0 += p.total as f64;
         point.1 += 1;
     }
