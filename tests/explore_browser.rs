@@ -6,8 +6,8 @@
 //! - picking the service draws a flame graph whose widest frames are the top functions by
 //!   cumulative value that `scraper query --store` + `scraper pprof info` print for the same range
 //!   (the independent path: the CLI reads the store directly, the page reads the HTTP API);
-//! - brushing a before and an after range around the mark shows the diff, with `main.betaWork`
-//!   grown and `main.alphaWork` shrunk;
+//! - the minutes around the mark, and then a before and an after range brushed on the timeline,
+//!   show the diff, with `main.betaWork` grown and `main.alphaWork` shrunk;
 //! - the targets page shows the down target and its error.
 //!
 //! A screenshot of each view is written to the test output folder (`$SCRAPER_TEST_OUTPUT`,
@@ -291,7 +291,7 @@ async fn explorer_flame_graph_diff_and_targets_in_chromium() {
         shots.display(),
         s.logs()
     );
-    for view in ["explorer", "diff", "targets"] {
+    for view in ["explorer", "diff", "diff-brushed", "targets"] {
         let png = shots.join(format!("{view}.png"));
         let len = std::fs::metadata(&png).map_or(0, |m| m.len());
         assert!(len > 5_000, "screenshot {} has {len} bytes", png.display());

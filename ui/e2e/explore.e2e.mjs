@@ -168,31 +168,65 @@ async function explorer(page, settled) {
   pass('screenshot explorer.png');
 }
 
-// 2. Diff mode around the mark.
+// 2. Diff mode: first the minutes around the mark, then two ranges brushed on the timeline.
 async function diff(page, settled) {
   await page.click('#mode-diff');
   await settled('switch to diff mode');
   const marks = await page.$$eval('#mark option', (os) => os.map((o) => ({ value: o.value, text: o.textContent })));
   const mark = marks.find((m) => m.text.startsWith(`${expect.mark} (`));
   check(!!mark, `the mark "${expect.mark}" is offered`, `options: ${marks.map((m) => m.text).join(', ')}`);
+  const at = Number(mark.value);
   await page.selectOption('#mark', mark.value);
   // One minute either side: before is all alpha, after all beta (the run is ~30 s).
   await page.fill('#around', '1');
   await page.click('#around-apply');
   await settled('compare around the mark');
-  const s = await page.evaluate(() => window.explorer.state);
-  const at = Number(mark.value);
-  check(s.before_to === at && s.after_from === at && s.before_from < at && s.after_to > at, 'before ends and after starts at the mark', JSON.stringify(s));
-  check(await page.locator('#diff-frame').isVisible(), 'the diff report is shown in the frame');
+  let s = await page.evaluate(() => window.explorer.state);
+  check(s.before_to === at && s.after_from === at && s.before_from < at && s.after_to > at, 'around the mark: before ends and after starts at the mark', JSON.stringify(s));
+  await report(page, 'around the mark');
+  await page.locator('#diff-frame').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: `${shots}/diff.png`, fullPage: true });
+  pass('screenshot diff.png');
+
+  // Brushing: "Before" then two drags across the timeline, clear of the mark on each side.
+  await page.click('#brush-before');
+  const tl = await page.locator('#timeline .u-over').boundingBox();
+  const xAt = (ms) => tl.x + ((ms - expect.from) / (expect.to - expect.from)) * tl.width;
+  const margin = 2000;
+  const drag = async (a, b, what) => {
+    // The report now in the frame is marked, so that waiting for "ready" waits for the next one.
+    await page.frameLocator('#diff-frame').locator('body').evaluate((b) => (b.dataset.stale = '1'));
+    await page.mouse.move(xAt(a), tl.y + tl.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(xAt(b), tl.y + tl.height / 2, { steps: 8 });
+    await page.mouse.up();
+    await settled(what);
+  };
+  await drag(expect.from + 1000, at - margin, 'brush the before range');
+  await drag(at + margin, expect.to - 1000, 'brush the after range');
+  s = await page.evaluate(() => window.explorer.state);
+  check(
+    s.before_from >= expect.from && s.before_to < at && s.after_from > at && s.after_to <= expect.to && s.before_to - s.before_from > 5000,
+    `brushed: before ${(s.before_to - s.before_from) / 1000} s ending ${(at - s.before_to) / 1000} s before the mark, after ${(s.after_to - s.after_from) / 1000} s starting ${(s.after_from - at) / 1000} s after it`,
+    JSON.stringify(s),
+  );
+  await report(page, 'brushed ranges');
+  await page.screenshot({ path: `${shots}/diff-brushed.png`, fullPage: true });
+  pass('screenshot diff-brushed.png');
+}
+
+/** The diff report in the page's frame: the grown and shrunk functions, and its counts. */
+async function report(page, what) {
+  check(await page.locator('#diff-frame').isVisible(), `${what}: the diff report is shown in the frame`);
   const frame = page.frameLocator('#diff-frame');
-  await frame.locator('body[data-ready="1"]').waitFor({ timeout: 15000 });
+  await frame.locator('body[data-ready="1"]:not([data-stale])').waitFor({ timeout: 15000 });
   const ds = await frame.locator('body').evaluate((b) => ({ ...b.dataset }));
-  check(Number(ds.grown) > 0 && Number(ds.shrunk) > 0, `the report's flame graph has grown (${ds.grown}) and shrunk (${ds.shrunk}) frames`);
+  check(Number(ds.grown) > 0 && Number(ds.shrunk) > 0, `${what}: the report's flame graph has grown (${ds.grown}) and shrunk (${ds.shrunk}) frames`);
   const colour = async (name, cls) => {
     const row = frame.locator(`tr[data-fn="${name}"]`);
-    check((await row.count()) === 1, `the report has a row for ${name}`);
+    check((await row.count()) === 1, `${what}: the report has a row for ${name}`);
     const cells = row.locator(`td.${cls}`);
-    check((await cells.count()) > 0, `${name} is ${cls === 'up' ? 'grown' : 'shrunk'} (td.${cls})`, await row.innerHTML());
+    check((await cells.count()) > 0, `${what}: ${name} is ${cls === 'up' ? 'grown' : 'shrunk'} (td.${cls})`, await row.innerHTML());
     return cells.first().evaluate((td) => getComputedStyle(td).color);
   };
   const rgb = (c) => c.match(/\d+/g).map(Number);
@@ -206,15 +240,12 @@ async function diff(page, settled) {
   };
   for (const name of expect.grown) {
     const c = await colour(name, 'up');
-    check(red(c), `${name}'s change is drawn red (${c})`);
+    check(red(c), `${what}: ${name}'s change is drawn red (${c})`);
   }
   for (const name of expect.shrunk) {
     const c = await colour(name, 'down');
-    check(blue(c), `${name}'s change is drawn blue (${c})`);
+    check(blue(c), `${what}: ${name}'s change is drawn blue (${c})`);
   }
-  await page.locator('#diff-frame').scrollIntoViewIfNeeded();
-  await page.screenshot({ path: `${shots}/diff.png`, fullPage: true });
-  pass('screenshot diff.png');
 }
 
 // 3. The targets page shows the down target and why.
