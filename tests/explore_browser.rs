@@ -6,8 +6,8 @@
 //! - picking the service draws a flame graph whose widest frames are the top functions by
 //!   cumulative value that `scraper query --store` + `scraper pprof info` print for the same range
 //!   (the independent path: the CLI reads the store directly, the page reads the HTTP API);
-//! - brushing a before and an after range around the mark shows the diff, with `main.betaWork`
-//!   grown and `main.alphaWork` shrunk;
+//! - the minutes around the mark, and then a before and an after range brushed on the timeline,
+//!   show the diff, with `main.betaWork` grown and `main.alphaWork` shrunk;
 //! - the targets page shows the down target and its error.
 //!
 //! A screenshot of each view is written to the test output folder (`$SCRAPER_TEST_OUTPUT`,
@@ -125,6 +125,18 @@ fn top_by_cum(info: &str) -> Vec<(String, i64)> {
     rows
 }
 
+/// The total of the sample type `scraper pprof info` ranks its top functions by.
+fn ranked_total(info: &str) -> Option<i64> {
+    let ranked = info
+        .lines()
+        .find_map(|l| l.strip_prefix("Top functions by "))?
+        .trim_end_matches(':');
+    info.lines().find_map(|l| {
+        let (ty, total) = l.trim().split_once(": total ")?;
+        (ty.trim_end_matches(" (default)") == ranked).then(|| total.trim().parse().ok())?
+    })
+}
+
 fn config(target: &str, down: &str, store: &Path) -> String {
     format!(
         r#"
@@ -239,6 +251,7 @@ async fn explorer_flame_graph_diff_and_targets_in_chromium() {
     ]);
     let info = scraper(&["pprof", "info", "--top", "50", &merged.to_string_lossy()]);
     let top = top_by_cum(&info);
+    let total = ranked_total(&info).unwrap_or_else(|| panic!("no total in:\n{info}"));
     assert!(
         top.iter().any(|(f, _)| f == "main.alphaWork")
             && top.iter().any(|(f, _)| f == "main.betaWork"),
@@ -250,6 +263,7 @@ async fn explorer_flame_graph_diff_and_targets_in_chromium() {
         "type": "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
         "from": from * 1000,
         "to": to * 1000,
+        "total": total,
         "top": top.iter().take(8).map(|(name, cum)| serde_json::json!({"name": name, "cum": cum})).collect::<Vec<_>>(),
         "mark": "switch to beta",
         "grown": ["main.betaWork"],
@@ -277,11 +291,22 @@ async fn explorer_flame_graph_diff_and_targets_in_chromium() {
         shots.display(),
         s.logs()
     );
-    for view in ["explorer", "diff", "targets"] {
+    for view in ["explorer", "diff", "diff-brushed", "targets"] {
         let png = shots.join(format!("{view}.png"));
         let len = std::fs::metadata(&png).map_or(0, |m| m.len());
         assert!(len > 5_000, "screenshot {} has {len} bytes", png.display());
     }
+}
+
+#[test]
+fn pprof_info_total_of_the_ranked_type() {
+    let info = "Sample types:\n  samples/count: total 7\n  cpu/nanoseconds (default): total 70\n\
+                Period: 1 cpu/nanoseconds\nTop functions by cpu/nanoseconds:\n";
+    assert_eq!(ranked_total(info), Some(70));
+    assert_eq!(
+        ranked_total("Sample types:\n  cpu/nanoseconds: total 70\n"),
+        None
+    );
 }
 
 #[test]

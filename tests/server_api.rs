@@ -37,6 +37,7 @@ impl TestServer {
             config_path: dir.join("unused.alloy"),
             stores: Default::default(),
             budget: scraper::budget::Budget::unlimited(),
+            types: Default::default(),
         };
         let task = tokio::spawn(serve(listener, state, stop.clone()));
         TestServer { base, stop, task }

@@ -27,6 +27,9 @@ use crate::query::source::Query;
 use crate::query::stores::Stores;
 use crate::query::tree::NameTree;
 
+/// One series' values by step timestamp (ms): (sum, count).
+type Steps = BTreeMap<i64, (f64, u64)>;
+
 /// The answer's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
@@ -291,7 +294,7 @@ pub fn select_series(
     };
     let step_ms = ((req.step * 1000.0).round() as i64).max(1);
     // Group labels -> step timestamp -> (sum, count).
-    let mut groups: BTreeMap<Vec<(String, String)>, BTreeMap<i64, (f64, u64)>> = BTreeMap::new();
+    let mut groups: BTreeMap<Vec<(String, String)>, Steps> = BTreeMap::new();
     for p in stores.totals(&query).map_err(store_error)? {
         let ts =
             p.at.duration_since(UNIX_EPOCH)
