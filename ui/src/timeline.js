@@ -50,8 +50,10 @@ export class Timeline {
     const ys = [];
     const first = Math.floor(from / 1000 / step);
     const last = Math.floor(to / 1000 / step);
+    // Each value covers its whole step: drawn at the step's middle, so the line reaches the
+    // data's end instead of stopping a step short of it.
     for (let k = first; k <= last; k++) {
-      xs.push(k * step);
+      xs.push(k * step + step / 2);
       ys.push(byStep.has(k) ? byStep.get(k) : null);
     }
     this.clear();
