@@ -7,7 +7,8 @@
 //! * [`delta`]: client-side deltas of cumulative profiles with compact per-series state, on a
 //!   zero-copy decoder (`view`);
 //! * [`merge()`](merge::merge) and [`trim`]: combining profiles and fitting backend limits;
-//! * [`info`]: a summary for `scraper pprof info`.
+//! * [`info`]: a summary for `scraper pprof info`;
+//! * [`stacks`]: a profile's samples read straight from its bytes, for flame graphs and totals.
 //!
 //! Errors are [`PprofError`] values naming the problem; nothing here panics on input.
 
@@ -21,6 +22,7 @@ pub mod proto;
 #[doc(hidden)]
 pub mod reference;
 pub mod self_profile;
+pub mod stacks;
 pub mod trim;
 mod validate;
 mod view;

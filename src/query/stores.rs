@@ -23,6 +23,7 @@ use super::local::{LocalSource, selects};
 use super::source::{Merged, ProfileSource, Query, QueryError, ProfileType};
 use super::tree::NameTree;
 use crate::pprof::proto::Profile;
+use crate::pprof::stacks::RawStacks;
 use crate::store::Db;
 
 /// Decoding threads per query; the machine's parallelism, at most this.
@@ -52,23 +53,14 @@ pub struct Stores {
     dbs: Vec<Arc<Db>>,
 }
 
-/// The index of `ty`'s sample type in `p`, or why it has none.
-pub fn sample_type_index(p: &Profile, ty: &ProfileType) -> Result<usize, QueryError> {
+/// The index of `ty`'s sample type among `types` (`(type, unit)` pairs), or why there is none.
+pub fn sample_type_index(types: &[(&str, &str)], ty: &ProfileType) -> Result<usize, QueryError> {
     let (want_type, want_unit) = ty.sample_type();
-    let s = |i: i64| {
-        p.string_table
-            .get(usize::try_from(i).unwrap_or(usize::MAX))
-            .map_or("", String::as_str)
-    };
-    p.sample_type
+    types
         .iter()
-        .position(|vt| s(vt.r#type) == want_type && (want_unit.is_empty() || s(vt.unit) == want_unit))
+        .position(|(t, u)| *t == want_type && (want_unit.is_empty() || *u == want_unit))
         .ok_or_else(|| {
-            let have: Vec<String> = p
-                .sample_type
-                .iter()
-                .map(|vt| format!("{}/{}", s(vt.r#type), s(vt.unit)))
-                .collect();
+            let have: Vec<String> = types.iter().map(|(t, u)| format!("{t}/{u}")).collect();
             QueryError::Merge(format!(
                 "profile has no {want_type}/{want_unit} samples (it has {})",
                 have.join(", ")
@@ -122,7 +114,8 @@ impl Stores {
         &self,
         query: &Query,
         init: impl Fn() -> S + Sync,
-        work: impl Fn(&mut S, usize, SystemTime, &Profile, usize) -> Result<(), QueryError> + Sync,
+        work: impl Fn(&mut S, usize, SystemTime, &mut RawStacks, usize) -> Result<(), QueryError>
+        + Sync,
     ) -> Result<Decoded<S>, QueryError> {
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -143,18 +136,22 @@ impl Stores {
                             state: init(),
                             failure: None,
                         };
+                        let mut raw = RawStacks::new();
                         loop {
                             let job = crate::sync::lock(&rx).recv();
                             let Ok((series, at, bytes)) = job else { break };
-                            let result = crate::pprof::decode(&bytes, limits)
+                            let result = raw
+                                .load(&bytes, limits)
                                 .map_err(|e| QueryError::Merge(e.to_string()))
-                                .and_then(|p| {
+                                .and_then(|()| {
                                     // Started before the range: it belongs to the window before.
-                                    if p.time_nanos > 0 && p.time_nanos < from {
+                                    let t = raw.time_nanos();
+                                    if t > 0 && t < from {
                                         return Ok(());
                                     }
-                                    let index = sample_type_index(&p, &query.profile_type)?;
-                                    work(&mut out.state, series, at, &p, index)
+                                    let index =
+                                        sample_type_index(&raw.sample_types(), &query.profile_type)?;
+                                    work(&mut out.state, series, at, &mut raw, index)
                                 });
                             if let Err(e) = result {
                                 tracing::debug!(error = %e, "skipping a stored profile");
@@ -218,8 +215,8 @@ impl Stores {
         let decoded = self.decode_all(
             query,
             || (NameTree::with_call_site(call_site), 0usize),
-            |(tree, added), _, _, p, index| {
-                tree.add_profile(p, index)
+            |(tree, added), _, _, raw, index| {
+                tree.add_raw(raw, index)
                     .map_err(|e| QueryError::Merge(e.to_string()))?;
                 *added += 1;
                 Ok(())
@@ -255,12 +252,14 @@ impl Stores {
         let decoded = self.decode_all(
             query,
             Vec::new,
-            |out: &mut Vec<(usize, SystemTime, i64)>, series, at, p, index| {
-                let total = p
-                    .sample
-                    .iter()
-                    .filter_map(|s| s.value.get(index))
-                    .fold(0i64, |a, v| a.saturating_add(*v));
+            |out: &mut Vec<(usize, SystemTime, i64)>, series, at, raw, index| {
+                let mut total = 0i64;
+                for i in 0..raw.sample_count() {
+                    let (_, values) = raw
+                        .read_sample(i)
+                        .map_err(|e| QueryError::Merge(e.to_string()))?;
+                    total = total.saturating_add(values.get(index).copied().unwrap_or(0));
+                }
                 out.push((series, at, total));
                 Ok(())
             },

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::pprof::proto::Profile;
+use crate::pprof::stacks::RawStacks;
 
 /// A small multiplicative hasher for integer keys (node and name ids), which the standard
 /// SipHash would make the hot loop's main cost. Keys come from our own counters, not input.
@@ -86,6 +87,8 @@ pub enum TreeError {
     MissingFunction { location: u64, function: u64 },
     #[error("sample has {have} values, the sample type is number {want}")]
     MissingValue { have: usize, want: usize },
+    #[error("{0}")]
+    Pprof(String),
 }
 
 impl NameTree {
@@ -262,6 +265,55 @@ impl NameTree {
                     .and_then(|i| spans.get(i))
                     .copied()
                     .ok_or(TreeError::MissingLocation(loc))?;
+                stack.extend_from_slice(&frames[start as usize..end as usize]);
+            }
+            self.insert_ids(&stack, value);
+        }
+        Ok(())
+    }
+
+    /// Adds every sample of the profile `r` holds, valued by its sample type number
+    /// `value_index`: [`NameTree::add_profile`] without a decoded `Profile`.
+    pub fn add_raw(&mut self, r: &mut RawStacks, value_index: usize) -> Result<(), TreeError> {
+        let functions: Vec<u32> = r
+            .function_names()
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|n| self.intern(n))
+            .collect();
+        // Each location's frames, caller first (pprof lists the inlined callee first).
+        let mut frames: Vec<u32> = Vec::new();
+        let mut spans: Vec<(u32, u32)> = Vec::with_capacity(r.location_count());
+        for i in 0..r.location_count() {
+            let start = frames.len() as u32;
+            if let Some(loc) = r.location(i) {
+                if loc.has_lines() {
+                    for f in loc.functions().rev() {
+                        frames.push(functions.get(f).copied().unwrap_or(ROOT - 1));
+                    }
+                } else {
+                    let name = format!("{:x}", loc.address);
+                    frames.push(self.intern(&name));
+                }
+            }
+            spans.push((start, frames.len() as u32));
+        }
+        let mut stack: Vec<u32> = Vec::with_capacity(64);
+        for i in 0..r.sample_count() {
+            let (locations, values) = r.read_sample(i).map_err(|e| TreeError::Pprof(e.to_string()))?;
+            let value = *values.get(value_index).ok_or(TreeError::MissingValue {
+                have: values.len(),
+                want: value_index,
+            })?;
+            if value <= 0 {
+                continue;
+            }
+            stack.clear();
+            for &loc in locations.iter().rev() {
+                let (start, end) = spans
+                    .get(loc as usize)
+                    .copied()
+                    .ok_or(TreeError::MissingLocation(u64::from(loc)))?;
                 stack.extend_from_slice(&frames[start as usize..end as usize]);
             }
             self.insert_ids(&stack, value);
@@ -451,6 +503,25 @@ mod tests {
             assert_eq!(sorted(t.stacks()), sorted(want.clone()), "{name}");
             assert_eq!(t.total(), want.iter().map(|s| s.1).sum::<i64>(), "{name}");
         }
+    }
+
+    #[test]
+    fn raw_profiles_give_the_same_tree() {
+        use prost::Message as _;
+        let p = profile(
+            &["main", "outer", "inlined", "work"],
+            &[&[1], &[3, 2], &[4], &[]],
+            &[(&[2, 1], [1, 5]), (&[3, 2, 1], [2, 7]), (&[4, 1], [1, 1])],
+        );
+        let mut direct = NameTree::new();
+        direct.add_profile(&p, 1).expect("adds");
+        let mut raw = NameTree::new();
+        let mut r = RawStacks::new();
+        r.load(&p.encode_to_vec(), &crate::pprof::Limits::default())
+            .expect("loads");
+        raw.add_raw(&mut r, 1).expect("adds");
+        assert_eq!(sorted(raw.stacks()), sorted(direct.stacks()));
+        assert!(raw.add_raw(&mut r, 5).is_err());
     }
 
     #[test]
