@@ -41,6 +41,29 @@ const FUNCTIONS: usize = 1_500;
 const SITES: usize = 4_000;
 const RUNS: usize = 7;
 
+/// How a scenario's profiles are sampled: CPU samples per profile (a range), and how strongly
+/// they prefer hot stacks (the exponent applied to a uniform draw over the program's stacks).
+struct Shape {
+    name: &'static str,
+    samples: (u64, u64),
+    skew: i32,
+}
+
+const SHAPES: [Shape; 2] = [
+    // A busy service: most samples in a few hot paths.
+    Shape {
+        name: "typical",
+        samples: (2_000, 3_000),
+        skew: 6,
+    },
+    // Samples spread over many paths: several times the distinct stacks, bytes and locations.
+    Shape {
+        name: "heavy",
+        samples: (2_000, 3_000),
+        skew: 3,
+    },
+];
+
 /// A call site: (function, line, functions inlined into it there).
 type Site = (usize, i64, Vec<usize>);
 
@@ -112,7 +135,7 @@ fn program(rng: &mut Rng) -> Program {
 }
 
 /// One 15 s CPU profile of `program`, gzipped, as Go writes it (ids in first-use order).
-fn cpu_profile(program: &Program, rng: &mut Rng, end: SystemTime) -> Vec<u8> {
+fn cpu_profile(program: &Program, shape: &Shape, rng: &mut Rng, end: SystemTime) -> Vec<u8> {
     let mut strings: Vec<String> = ["", "samples", "count", "cpu", "nanoseconds"]
         .map(String::from)
         .to_vec();
@@ -128,11 +151,11 @@ fn cpu_profile(program: &Program, rng: &mut Rng, end: SystemTime) -> Vec<u8> {
     let mut location_ids: HashMap<usize, u64> = HashMap::new();
     let mut locations: Vec<Location> = Vec::new();
     let mut stacks: HashMap<usize, i64> = HashMap::new();
-    let distinct = 2_000 + rng.below(1_000) as usize;
+    let distinct = (shape.samples.0 + rng.below(shape.samples.1 - shape.samples.0)) as usize;
     for _ in 0..distinct {
         // Hot stacks are sampled far more often than cold ones.
         let r = rng.below(1 << 20) as f64 / (1 << 20) as f64;
-        let leaf = program.leaves[(r * r * r * program.leaves.len() as f64) as usize];
+        let leaf = program.leaves[(r.powi(shape.skew) * program.leaves.len() as f64) as usize];
         *stacks.entry(leaf).or_insert(0) += 1 + rng.below(20) as i64;
     }
     let mut samples = Vec::with_capacity(stacks.len());
@@ -210,10 +233,16 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = dir.path().join("store");
     let mut rng = Rng::new(11);
     let program = program(&mut rng);
+    for shape in &SHAPES {
+        scenario(&program, shape, &mut rng);
+    }
+}
+
+fn scenario(program: &Program, shape: &Shape, rng: &mut Rng) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("store");
     // Recent enough for the store's default retention when the binary opens it.
     let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("epoch").as_secs();
     let start = UNIX_EPOCH + Duration::from_secs(now - 2 * 3600);
@@ -221,14 +250,15 @@ fn main() {
     let mut bytes = 0usize;
     for i in 0..PROFILES {
         let at = start + INTERVAL * (i + 1);
-        let raw = cpu_profile(&program, &mut rng, at);
+        let raw = cpu_profile(program, shape, rng, at);
         bytes += raw.len();
         db.append(&[profile(labels("bench", "10.0.0.1:6060", "process_cpu"), raw, at)])
             .expect("append");
     }
     let end = start + INTERVAL * (PROFILES + 1);
     println!(
-        "{PROFILES} CPU profiles of one service, mean {:.1} KiB gzipped",
+        "{}: {PROFILES} CPU profiles of one service, mean {:.1} KiB gzipped",
+        shape.name,
         bytes as f64 / f64::from(PROFILES) / 1024.0
     );
 
@@ -242,20 +272,36 @@ fn main() {
     })
     .expect("select");
     let read_time = t.elapsed();
-    let t = Instant::now();
-    let mut samples = 0usize;
     let limits = scraper::pprof::Limits::default();
+    let t = Instant::now();
+    let mut raw_bytes = 0usize;
     db.select(&all, start, end, &mut |_, _, b| {
-        samples += scraper::pprof::decode(b, &limits).expect("decodes").sample.len();
+        raw_bytes += scraper::pprof::gunzip(b, &limits).expect("gunzips").len();
         Ok(())
     })
     .expect("select");
+    let gunzip_time = t.elapsed();
+    let t = Instant::now();
+    let mut samples = 0usize;
+    let mut stacks = scraper::pprof::stacks::RawStacks::new();
+    db.select(&all, start, end, &mut |_, _, b| {
+        stacks.load(b, &limits).expect("loads");
+        for i in 0..stacks.sample_count() {
+            stacks.read_sample(i).expect("sample");
+        }
+        samples += stacks.sample_count();
+        Ok(())
+    })
+    .expect("select");
+    let walk_time = t.elapsed();
     println!(
-        "one thread: reading {:.1} MB {}, reading and decoding ({} samples) {}",
+        "  one thread: reading {:.1} MB {}; + gunzip to {:.1} MB {}; + parsing and reading {} samples {}",
         read as f64 / 1e6,
         ms(read_time),
+        raw_bytes as f64 / 1e6,
+        ms(gunzip_time),
         samples,
-        ms(t.elapsed())
+        ms(walk_time)
     );
 
     let query = Query {
@@ -285,7 +331,7 @@ fn main() {
     }
     let (med, min) = median(times);
     println!(
-        "in process: tree of {} nodes, flame graph of {} nodes ({} KiB): median {}, min {}",
+        "  in process: tree of {} nodes, flame graph of {} nodes ({} KiB): median {}, min {}",
         shape.0,
         shape.1,
         shape.2 / 1024,
@@ -344,7 +390,7 @@ fn main() {
     }
     let (med, min) = median(times);
     println!(
-        "end to end (HTTP, scraper run): response {} KiB: median {}, min {}",
+        "  end to end (HTTP, scraper run): response {} KiB: median {}, min {}",
         size / 1024,
         ms(med),
         ms(min)

@@ -29,7 +29,13 @@ impl Hasher for IdHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+        for b in chunks.remainder() {
             self.write_u64(u64::from(*b));
         }
     }
@@ -56,7 +62,7 @@ pub(crate) struct Node {
     pub parent: u32,
     pub self_value: i64,
     pub total: i64,
-    /// Child node ids; sorted by name after [`NameTree::sort`].
+    /// Child node ids; sorted by name after [`NameTree::finish`].
     pub children: Vec<u32>,
 }
 
@@ -67,9 +73,15 @@ pub struct NameTree {
     name_ids: HashMap<Box<str>, u32>,
     pub(crate) nodes: Vec<Node>,
     edges: IdMap<(u32, u32), u32>,
+    /// The leaf node of every stack inserted so far: the same stacks recur in every profile
+    /// of a window, and one lookup of the whole stack replaces one per frame.
+    leaves: IdMap<Box<[u32]>, u32>,
     /// Root-first name ids a stack must start with (Pyroscope's `call_site` selector).
     call_site: Vec<u32>,
-    sorted: bool,
+    /// Sum of every inserted value.
+    grand_total: i64,
+    /// Whether totals are computed and children sorted since the last insert.
+    finished: bool,
 }
 
 impl Default for NameTree {
@@ -104,8 +116,10 @@ impl NameTree {
                 children: Vec::new(),
             }],
             edges: IdMap::default(),
+            leaves: IdMap::default(),
             call_site: Vec::new(),
-            sorted: true,
+            grand_total: 0,
+            finished: true,
         }
     }
 
@@ -118,7 +132,7 @@ impl NameTree {
 
     /// The sum of every stack's value.
     pub fn total(&self) -> i64 {
-        self.nodes[0].total
+        self.grand_total
     }
 
     /// Nodes below the root.
@@ -158,7 +172,6 @@ impl NameTree {
         });
         self.nodes[parent as usize].children.push(c);
         self.edges.insert((parent, name), c);
-        self.sorted = false;
         c
     }
 
@@ -167,13 +180,22 @@ impl NameTree {
         if value <= 0 || !stack.starts_with(&self.call_site) {
             return;
         }
-        let mut node = 0u32;
-        self.nodes[0].total += value;
-        for &name in stack {
-            node = self.child(node, name);
-            self.nodes[node as usize].total += value;
-        }
-        self.nodes[node as usize].self_value += value;
+        let leaf = match self.leaves.get(stack) {
+            Some(&leaf) => leaf,
+            None => {
+                let mut node = 0u32;
+                for &name in stack {
+                    node = self.child(node, name);
+                }
+                self.leaves.insert(stack.into(), node);
+                node
+            }
+        };
+        // Only the leaf is touched here: totals are summed once, by `finish`, instead of once
+        // per frame of every sample (a walk through a tree too big for the cache).
+        self.nodes[leaf as usize].self_value += value;
+        self.grand_total += value;
+        self.finished = false;
     }
 
     /// Adds the root-first stack of names `stack` with `value`.
@@ -326,38 +348,51 @@ impl NameTree {
         let names: Vec<u32> = other.names.iter().map(|n| self.intern(n)).collect();
         let mut mapped: Vec<u32> = Vec::with_capacity(other.nodes.len());
         mapped.push(0);
-        self.nodes[0].total += other.nodes[0].total;
         self.nodes[0].self_value += other.nodes[0].self_value;
         // Nodes are created after their parent, so a parent is always mapped first.
         for n in &other.nodes[1..] {
             let parent = mapped[n.parent as usize];
             let c = self.child(parent, names[n.name as usize]);
-            let node = &mut self.nodes[c as usize];
-            node.total += n.total;
-            node.self_value += n.self_value;
+            self.nodes[c as usize].self_value += n.self_value;
             mapped.push(c);
         }
+        self.grand_total += other.grand_total;
+        self.finished = false;
     }
 
-    /// Orders every node's children by name, as Pyroscope's tree keeps them.
-    pub fn sort(&mut self) {
-        if self.sorted {
+    /// Sums every node's total and orders its children by name, as Pyroscope's tree keeps
+    /// them; needed before reading totals or walking children.
+    pub fn finish(&mut self) {
+        if self.finished {
             return;
         }
+        for n in &mut self.nodes {
+            n.total = n.self_value;
+        }
+        // Children come after their parent: one backwards pass sums every subtree.
+        for i in (1..self.nodes.len()).rev() {
+            let (parent, total) = (self.nodes[i].parent as usize, self.nodes[i].total);
+            self.nodes[parent].total += total;
+        }
+        // Names ranked once, so that sorting children compares integers, not strings.
+        let mut order: Vec<u32> = (0..self.names.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| self.names[a as usize].cmp(&self.names[b as usize]));
+        let mut rank = vec![0u32; self.names.len()];
+        for (r, &name) in order.iter().enumerate() {
+            rank[name as usize] = r as u32;
+        }
+        let rank_of = |name: u32| rank.get(name as usize).copied().unwrap_or(u32::MAX);
         for i in 0..self.nodes.len() {
             let mut children = std::mem::take(&mut self.nodes[i].children);
-            children.sort_unstable_by(|&a, &b| {
-                self.name(self.nodes[a as usize].name)
-                    .cmp(self.name(self.nodes[b as usize].name))
-            });
+            children.sort_unstable_by_key(|&c| rank_of(self.nodes[c as usize].name));
             self.nodes[i].children = children;
         }
-        self.sorted = true;
+        self.finished = true;
     }
 
     /// The smallest total a node needs to be drawn when at most `max_nodes` nodes may be:
     /// the `max_nodes`-th largest total (0 when the tree is small enough or `max_nodes` < 1),
-    /// Pyroscope's `minValue`.
+    /// Pyroscope's `minValue`. Reads totals: call [`NameTree::finish`] first.
     pub(crate) fn min_value(&self, max_nodes: i64) -> i64 {
         let Ok(k) = usize::try_from(max_nodes) else {
             return 0;
@@ -581,6 +616,7 @@ mod tests {
         t.insert(&["a", "b"], 5);
         t.insert(&["a", "c"], 3);
         t.insert(&["d"], 1);
+        t.finish();
         // Totals: a 8, b 5, c 3, d 1.
         for (max, want) in [(0, 0), (-1, 0), (4, 0), (10, 0), (3, 3), (2, 5), (1, 8)] {
             assert_eq!(t.min_value(max), want, "max_nodes {max}");
