@@ -2,11 +2,12 @@
 //! `max_nodes` 8192) over one hour of one service scraped every 15 s, i.e. 240 Go-like CPU
 //! profiles. A plain `main` (`harness = false`): `cargo bench --bench querier`.
 //!
-//! Profiles are generated with a Go service's shape: one program (1,500 functions with
-//! package-path names at 4,000 call sites, some with inlined lines, in a call tree whose
-//! stacks are 8 to 64 frames deep) sampled 2,000-3,000 times per 15 s profile, hot stacks far
-//! more often than cold ones; location and function ids are assigned per profile in first-use
-//! order as Go's runtime does. They are written to a store, then:
+//! Profiles are generated with a Go service's shape: a program (functions with package-path
+//! names at call sites, some with inlined lines, in a call tree whose stacks are 8 to 64 frames
+//! deep) sampled 2,000-3,000 times per 15 s profile, hot stacks more often than cold ones;
+//! location and function ids are assigned per profile in first-use order as Go's runtime does.
+//! Two shapes (`SHAPES`): "typical" (600 functions, samples concentrated on hot paths) and
+//! "heavy" (1,500 functions, samples spread: ~1,500 distinct stacks per profile). They are written to a store, then:
 //!
 //! * "in process": `query::stores::Stores::tree` + the flame graph encoding + the response's
 //!   protobuf encoding, i.e. what the handler runs;
@@ -37,14 +38,15 @@ use store_support::{Rng, labels, profile};
 
 const PROFILES: u32 = 240;
 const INTERVAL: Duration = Duration::from_secs(15);
-const FUNCTIONS: usize = 1_500;
-const SITES: usize = 4_000;
 const RUNS: usize = 7;
 
 /// How a scenario's profiles are sampled: CPU samples per profile (a range), and how strongly
 /// they prefer hot stacks (the exponent applied to a uniform draw over the program's stacks).
 struct Shape {
     name: &'static str,
+    /// Functions and call sites (locations) of the program.
+    functions: usize,
+    sites: usize,
     samples: (u64, u64),
     skew: i32,
 }
@@ -53,12 +55,16 @@ const SHAPES: [Shape; 2] = [
     // A busy service: most samples in a few hot paths.
     Shape {
         name: "typical",
+        functions: 600,
+        sites: 1_500,
         samples: (2_000, 3_000),
         skew: 6,
     },
     // Samples spread over many paths: several times the distinct stacks, bytes and locations.
     Shape {
         name: "heavy",
+        functions: 1_500,
+        sites: 4_000,
         samples: (2_000, 3_000),
         skew: 3,
     },
@@ -78,8 +84,9 @@ struct Program {
     names: Vec<String>,
 }
 
-fn program(rng: &mut Rng) -> Program {
-    let names: Vec<String> = (0..FUNCTIONS)
+fn program(rng: &mut Rng, shape: &Shape) -> Program {
+    let (functions, site_count) = (shape.functions, shape.sites);
+    let names: Vec<String> = (0..functions)
         .map(|i| {
             format!(
                 "github.com/org{}/service/internal/pkg{}.(*Type{}).Method{i}",
@@ -89,17 +96,17 @@ fn program(rng: &mut Rng) -> Program {
             )
         })
         .collect();
-    let sites: Vec<Site> = (0..SITES)
+    let sites: Vec<Site> = (0..site_count)
         .map(|_| {
             let inlined = if rng.below(10) == 0 {
                 (0..1 + rng.below(2))
-                    .map(|_| rng.below(FUNCTIONS as u64) as usize)
+                    .map(|_| rng.below(functions as u64) as usize)
                     .collect()
             } else {
                 Vec::new()
             };
             (
-                rng.below(FUNCTIONS as u64) as usize,
+                rng.below(functions as u64) as usize,
                 1 + rng.below(3000) as i64,
                 inlined,
             )
@@ -117,7 +124,7 @@ fn program(rng: &mut Rng) -> Program {
             at = if !kids.is_empty() && rng.below(100) < 95 {
                 kids[rng.below(kids.len().min(4) as u64) as usize]
             } else {
-                nodes.push((at, rng.below(SITES as u64) as usize));
+                nodes.push((at, rng.below(site_count as u64) as usize));
                 children.push(Vec::new());
                 let id = nodes.len() - 1;
                 children[at].push(id);
@@ -234,8 +241,8 @@ fn ms(d: Duration) -> String {
 
 fn main() {
     let mut rng = Rng::new(11);
-    let program = program(&mut rng);
     for shape in &SHAPES {
+        let program = program(&mut rng, shape);
         scenario(&program, shape, &mut rng);
     }
 }

@@ -21,7 +21,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::catalog::LabelSet;
 use super::local::{LocalSource, selects};
 use super::source::{Merged, ProfileSource, Query, QueryError, ProfileType};
-use super::tree::NameTree;
+use super::tree::{Batch, NameTree};
 use crate::pprof::proto::Profile;
 use crate::pprof::stacks::RawStacks;
 use crate::store::Db;
@@ -212,12 +212,19 @@ impl Stores {
     /// Every profile of `query` as one call tree; `call_site` keeps only the stacks starting
     /// with those frames. `None` when no profile matched.
     pub fn tree(&self, query: &Query, call_site: &[String]) -> Result<Option<Selection>, QueryError> {
+        // One tree shared by the workers: decoding and reading samples (most of the time) run
+        // in parallel, the tree is locked only to name a profile's frames and to insert its
+        // stacks. Per-worker trees merged at the end cost more: each grew to the whole tree.
+        let shared = std::sync::Mutex::new(NameTree::with_call_site(call_site));
         let decoded = self.decode_all(
             query,
-            || (NameTree::with_call_site(call_site), 0usize),
-            |(tree, added), _, _, raw, index| {
-                tree.add_raw(raw, index)
+            || (Batch::default(), 0usize),
+            |(batch, added), _, _, raw, index| {
+                let frames = crate::sync::lock(&shared).prepare(raw);
+                batch
+                    .read(raw, &frames, index)
                     .map_err(|e| QueryError::Merge(e.to_string()))?;
+                crate::sync::lock(&shared).insert_batch(batch);
                 *added += 1;
                 Ok(())
             },
@@ -234,11 +241,7 @@ impl Stores {
                 None => Ok(None),
             };
         }
-        let mut trees = decoded.states.into_iter().map(|(t, _)| t);
-        let mut tree = trees.next().unwrap_or_default();
-        for t in trees {
-            tree.merge(&t);
-        }
+        let tree = shared.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (profiles, series) = (decoded.profiles, decoded.series);
         Ok(Some(Selection {
             tree,

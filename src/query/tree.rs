@@ -66,6 +66,52 @@ pub(crate) struct Node {
     pub children: Vec<u32>,
 }
 
+/// Each location's frames as name ids, from [`NameTree::prepare`].
+#[derive(Debug, Default)]
+pub struct Frames {
+    ids: Vec<u32>,
+    spans: Vec<(u32, u32)>,
+}
+
+/// A profile's samples as root-first stacks of name ids with their values, read without the
+/// tree (see [`NameTree::prepare`]).
+#[derive(Debug, Default)]
+pub struct Batch {
+    ids: Vec<u32>,
+    stacks: Vec<(usize, usize, i64)>,
+}
+
+impl Batch {
+    /// Reads every sample of `r` (cleared first), valued by sample type number `value_index`;
+    /// samples whose value is not positive are left out.
+    pub fn read(&mut self, r: &mut RawStacks, frames: &Frames, value_index: usize) -> Result<(), TreeError> {
+        self.ids.clear();
+        self.stacks.clear();
+        for i in 0..r.sample_count() {
+            let (locations, values) =
+                r.read_sample(i).map_err(|e| TreeError::Pprof(e.to_string()))?;
+            let value = *values.get(value_index).ok_or(TreeError::MissingValue {
+                have: values.len(),
+                want: value_index,
+            })?;
+            if value <= 0 {
+                continue;
+            }
+            let start = self.ids.len();
+            for &loc in locations.iter().rev() {
+                let (a, b) = frames
+                    .spans
+                    .get(loc as usize)
+                    .copied()
+                    .ok_or(TreeError::MissingLocation(u64::from(loc)))?;
+                self.ids.extend_from_slice(&frames.ids[a as usize..b as usize]);
+            }
+            self.stacks.push((start, self.ids.len(), value));
+        }
+        Ok(())
+    }
+}
+
 /// Stacks by function name. Node 0 is the root (Pyroscope's "total").
 #[derive(Clone, Debug)]
 pub struct NameTree {
@@ -297,50 +343,42 @@ impl NameTree {
     /// Adds every sample of the profile `r` holds, valued by its sample type number
     /// `value_index`: [`NameTree::add_profile`] without a decoded `Profile`.
     pub fn add_raw(&mut self, r: &mut RawStacks, value_index: usize) -> Result<(), TreeError> {
-        let functions: Vec<u32> = r
-            .function_names()
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|n| self.intern(n))
-            .collect();
-        // Each location's frames, caller first (pprof lists the inlined callee first).
-        let mut frames: Vec<u32> = Vec::new();
-        let mut spans: Vec<(u32, u32)> = Vec::with_capacity(r.location_count());
+        let frames = self.prepare(r);
+        let mut batch = Batch::default();
+        batch.read(r, &frames, value_index)?;
+        self.insert_batch(&batch);
+        Ok(())
+    }
+
+    /// The frames of every location of `r`, as this tree's name ids: the only part of adding
+    /// a profile that needs the tree besides the inserts themselves, so that several threads
+    /// can share one tree and hold its lock briefly.
+    pub fn prepare(&mut self, r: &RawStacks) -> Frames {
+        let functions: Vec<u32> = r.function_names().map(|n| self.intern(n)).collect();
+        let mut frames = Frames::default();
         for i in 0..r.location_count() {
-            let start = frames.len() as u32;
+            let start = frames.ids.len() as u32;
             if let Some(loc) = r.location(i) {
                 if loc.has_lines() {
+                    // Caller first: pprof lists the inlined callee first.
                     for f in loc.functions().rev() {
-                        frames.push(functions.get(f).copied().unwrap_or(ROOT - 1));
+                        frames.ids.push(functions.get(f).copied().unwrap_or(ROOT - 1));
                     }
                 } else {
                     let name = format!("{:x}", loc.address);
-                    frames.push(self.intern(&name));
+                    frames.ids.push(self.intern(&name));
                 }
             }
-            spans.push((start, frames.len() as u32));
+            frames.spans.push((start, frames.ids.len() as u32));
         }
-        let mut stack: Vec<u32> = Vec::with_capacity(64);
-        for i in 0..r.sample_count() {
-            let (locations, values) = r.read_sample(i).map_err(|e| TreeError::Pprof(e.to_string()))?;
-            let value = *values.get(value_index).ok_or(TreeError::MissingValue {
-                have: values.len(),
-                want: value_index,
-            })?;
-            if value <= 0 {
-                continue;
-            }
-            stack.clear();
-            for &loc in locations.iter().rev() {
-                let (start, end) = spans
-                    .get(loc as usize)
-                    .copied()
-                    .ok_or(TreeError::MissingLocation(u64::from(loc)))?;
-                stack.extend_from_slice(&frames[start as usize..end as usize]);
-            }
-            self.insert_ids(&stack, value);
+        frames
+    }
+
+    /// Adds the stacks of `batch`.
+    pub fn insert_batch(&mut self, batch: &Batch) {
+        for &(start, end, value) in &batch.stacks {
+            self.insert_ids(&batch.ids[start..end], value);
         }
-        Ok(())
     }
 
     /// Adds `other`'s stacks to this tree.
