@@ -220,7 +220,10 @@ fn cpu_profile(program: &Program, shape: &Shape, rng: &mut Rng, end: SystemTime)
         period_type: Some(ValueType { r#type: 3, unit: 4 }),
         period: 10_000_000,
         duration_nanos: INTERVAL.as_nanos() as i64,
-        time_nanos: (end - INTERVAL).duration_since(UNIX_EPOCH).expect("epoch").as_nanos() as i64,
+        time_nanos: (end - INTERVAL)
+            .duration_since(UNIX_EPOCH)
+            .expect("epoch")
+            .as_nanos() as i64,
         sample: samples,
         location: locations,
         function: functions,
@@ -251,7 +254,10 @@ fn scenario(program: &Program, shape: &Shape, rng: &mut Rng) {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("store");
     // Recent enough for the store's default retention when the binary opens it.
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("epoch").as_secs();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("epoch")
+        .as_secs();
     let start = UNIX_EPOCH + Duration::from_secs(now - 2 * 3600);
     let db = Db::open(&store).expect("open");
     let mut bytes = 0usize;
@@ -259,8 +265,12 @@ fn scenario(program: &Program, shape: &Shape, rng: &mut Rng) {
         let at = start + INTERVAL * (i + 1);
         let raw = cpu_profile(program, shape, rng, at);
         bytes += raw.len();
-        db.append(&[profile(labels("bench", "10.0.0.1:6060", "process_cpu"), raw, at)])
-            .expect("append");
+        db.append(&[profile(
+            labels("bench", "10.0.0.1:6060", "process_cpu"),
+            raw,
+            at,
+        )])
+        .expect("append");
     }
     let end = start + INTERVAL * (PROFILES + 1);
     println!(
@@ -328,7 +338,11 @@ fn scenario(program: &Program, shape: &Shape, rng: &mut Rng) {
         let nodes: usize = fg.levels.iter().map(|l| l.len() / 4).sum();
         let message = q::FlameGraph {
             names: fg.names,
-            levels: fg.levels.into_iter().map(|values| q::Level { values }).collect(),
+            levels: fg
+                .levels
+                .into_iter()
+                .map(|values| q::Level { values })
+                .collect(),
             total: fg.total,
             max_self: fg.max_self,
         }
@@ -383,7 +397,11 @@ fn scenario(program: &Program, shape: &Shape, rng: &mut Rng) {
     // The store opens in the background.
     let deadline = Instant::now() + Duration::from_secs(30);
     while call().0 != 200 {
-        assert!(Instant::now() < deadline, "store never opened:\n{}", scraper.logs());
+        assert!(
+            Instant::now() < deadline,
+            "store never opened:\n{}",
+            scraper.logs()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let mut times = Vec::new();

@@ -34,7 +34,9 @@ struct Window {
 }
 
 fn ms(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH).expect("after epoch").as_millis() as i64
+    t.duration_since(UNIX_EPOCH)
+        .expect("after epoch")
+        .as_millis() as i64
 }
 
 fn secs(t: SystemTime) -> u64 {
@@ -45,7 +47,10 @@ fn secs(t: SystemTime) -> u64 {
 fn cpu_profile(seed: u64, at: SystemTime) -> Vec<u8> {
     let raw = store_support::gunzip(&pprof(seed, 60, 80));
     let mut p = Pprof::decode(raw.as_slice()).expect("decodes");
-    p.time_nanos = (at - STEP).duration_since(UNIX_EPOCH).expect("epoch").as_nanos() as i64;
+    p.time_nanos = (at - STEP)
+        .duration_since(UNIX_EPOCH)
+        .expect("epoch")
+        .as_nanos() as i64;
     scraper::pprof::gzip(&p.encode_to_vec(), 1)
 }
 
@@ -93,7 +98,11 @@ fn name_stacks(p: &Pprof, index: usize) -> BTreeMap<Vec<String>, i64> {
             let names = if l.line.is_empty() {
                 vec![format!("{:x}", l.address)]
             } else {
-                l.line.iter().rev().map(|line| function[&line.function_id].clone()).collect()
+                l.line
+                    .iter()
+                    .rev()
+                    .map(|line| function[&line.function_id].clone())
+                    .collect()
             };
             (l.id, names)
         })
@@ -184,8 +193,18 @@ fn post(addr: &str, method: &str, content_type: &str, body: Vec<u8>, gzip: bool)
     })
 }
 
-fn call<Resp: prost::Message + Default>(addr: &str, method: &str, req: impl prost::Message) -> Resp {
-    let reply = post(addr, method, "application/proto", req.encode_to_vec(), false);
+fn call<Resp: prost::Message + Default>(
+    addr: &str,
+    method: &str,
+    req: impl prost::Message,
+) -> Resp {
+    let reply = post(
+        addr,
+        method,
+        "application/proto",
+        req.encode_to_vec(),
+        false,
+    );
     assert_eq!(reply.status, 200, "{method}: {}", text(&reply.body));
     assert_eq!(reply.content_type, "application/proto");
     Resp::decode(reply.body.as_slice()).expect("decodes")
@@ -231,7 +250,13 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
             start: ms(w.start),
             end: ms(w.end),
         };
-        let reply = post(&addr, "ProfileTypes", "application/proto", req.encode_to_vec(), false);
+        let reply = post(
+            &addr,
+            "ProfileTypes",
+            "application/proto",
+            req.encode_to_vec(),
+            false,
+        );
         if reply.status == 200 {
             break q::ProfileTypesResponse::decode(reply.body.as_slice()).expect("decodes");
         }
@@ -282,7 +307,13 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
         max_nodes: Some(1_000_000),
         ..select(&w, sel, CPU)
     };
-    let reply = post(&addr, "SelectMergeStacktraces", "application/proto", req.encode_to_vec(), true);
+    let reply = post(
+        &addr,
+        "SelectMergeStacktraces",
+        "application/proto",
+        req.encode_to_vec(),
+        true,
+    );
     assert_eq!(reply.status, 200, "{}", text(&reply.body));
     assert_eq!(reply.encoding.as_deref(), Some("gzip"));
     let fg = q::SelectMergeStacktracesResponse::decode(reply.body.as_slice())
@@ -330,14 +361,19 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
     );
     let pgo = Pprof::decode(pgo.pprof.expect("pprof").profile.as_slice()).expect("pprof");
     assert!(pgo.sample.iter().all(|s| s.location_id.len() <= 5));
-    assert_eq!(pgo.sample.iter().map(|s| s.value[0]).sum::<i64>(), app_total);
+    assert_eq!(
+        pgo.sample.iter().map(|s| s.value[0]).sum::<i64>(),
+        app_total
+    );
 
     // Series, labels and values, as Pyroscope labels them.
     let series: q::SeriesResponse = call(
         &addr,
         "Series",
         q::SeriesRequest {
-            matchers: vec![format!(r#"{{service_name="app", __profile_type__="{CPU}"}}"#)],
+            matchers: vec![format!(
+                r#"{{service_name="app", __profile_type__="{CPU}"}}"#
+            )],
             label_names: vec![],
             start: ms(w.start),
             end: ms(w.end),
@@ -345,7 +381,12 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
     );
     assert_eq!(series.labels_set.len(), 2);
     for set in &series.labels_set {
-        let get = |k: &str| set.labels.iter().find(|l| l.name == k).map(|l| l.value.as_str());
+        let get = |k: &str| {
+            set.labels
+                .iter()
+                .find(|l| l.name == k)
+                .map(|l| l.value.as_str())
+        };
         assert_eq!(get("__profile_type__"), Some(CPU));
         assert_eq!(get("service_name"), Some("app"));
         assert_eq!(get("__delta__"), None);
@@ -360,7 +401,11 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
         },
     );
     for want in ["__name__", "__profile_type__", "instance", "service_name"] {
-        assert!(names.names.iter().any(|n| n == want), "{want} in {:?}", names.names);
+        assert!(
+            names.names.iter().any(|n| n == want),
+            "{want} in {:?}",
+            names.names
+        );
     }
     let values: t::LabelValuesResponse = call(
         &addr,
@@ -389,13 +434,26 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
         },
     );
     assert_eq!(sum.series.len(), 2);
-    let points: f64 = sum.series.iter().flat_map(|s| &s.points).map(|p| p.value).sum();
+    let points: f64 = sum
+        .series
+        .iter()
+        .flat_map(|s| &s.points)
+        .map(|p| p.value)
+        .sum();
     assert_eq!(points as i64, app_total);
     for s in &sum.series {
         assert_eq!(s.labels.len(), 1);
         assert_eq!(s.labels[0].name, "instance");
-        assert!(s.points.windows(2).all(|p| p[1].timestamp - p[0].timestamp >= 60_000));
-        assert!(s.points.iter().all(|p| (p.timestamp - ms(w.start)) % 60_000 == 0));
+        assert!(
+            s.points
+                .windows(2)
+                .all(|p| p[1].timestamp - p[0].timestamp >= 60_000)
+        );
+        assert!(
+            s.points
+                .iter()
+                .all(|p| (p.timestamp - ms(w.start)) % 60_000 == 0)
+        );
     }
     let avg: q::SelectSeriesResponse = call(
         &addr,
@@ -443,7 +501,10 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
     let o = run(&args);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let out = text(&o.stdout);
-    assert!(out.contains(r#"service_name (2 values): "app", "db""#), "{out}");
+    assert!(
+        out.contains(r#"service_name (2 values): "app", "db""#),
+        "{out}"
+    );
     let mut args = vec!["series", r#"{service_name="app"}"#, "--url", url.as_str()];
     args.extend(range);
     let o = run(&args);
@@ -466,7 +527,12 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
         .build()
         .expect("runtime")
         .block_on(async {
-            let body = reqwest::get(&explore).await.expect("get").bytes().await.expect("body");
+            let body = reqwest::get(&explore)
+                .await
+                .expect("get")
+                .bytes()
+                .await
+                .expect("body");
             serde_json::from_slice(&body).expect("json")
         });
     assert_eq!(json["total"], app_total);
@@ -475,7 +541,10 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
     assert_eq!(json["measure"], "per_second");
     assert_eq!(json["profiles"], 2 * PROFILES);
     assert_eq!(json["series"], 2);
-    assert_eq!(json["levels"].as_array().map(Vec::len), Some(fg.levels.len()));
+    assert_eq!(
+        json["levels"].as_array().map(Vec::len),
+        Some(fg.levels.len())
+    );
 
     // Errors, as Connect JSON.
     let bad = post(
@@ -488,12 +557,30 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
     assert_eq!(bad.status, 400);
     let err: serde_json::Value = serde_json::from_slice(&bad.body).expect("json error");
     assert_eq!(err["code"], "invalid_argument");
-    assert!(err["message"].as_str().unwrap_or("").contains("label selector"), "{err}");
-    let unknown = post(&addr, "NoSuchMethod", "application/proto", Vec::new(), false);
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("label selector"),
+        "{err}"
+    );
+    let unknown = post(
+        &addr,
+        "NoSuchMethod",
+        "application/proto",
+        Vec::new(),
+        false,
+    );
     assert_eq!(unknown.status, 404);
     let err: serde_json::Value = serde_json::from_slice(&unknown.body).expect("json error");
     assert_eq!(err["code"], "unimplemented");
-    let json_codec = post(&addr, "ProfileTypes", "application/json", b"{}".to_vec(), false);
+    let json_codec = post(
+        &addr,
+        "ProfileTypes",
+        "application/json",
+        b"{}".to_vec(),
+        false,
+    );
     assert_eq!(json_codec.status, 415);
     let tree = post(
         &addr,

@@ -36,6 +36,7 @@ impl TestServer {
             controller: c.clone(),
             config_path: dir.join("unused.alloy"),
             stores: Default::default(),
+            types: Default::default(),
         };
         let task = tokio::spawn(serve(listener, state, stop.clone()));
         TestServer { base, stop, task }

@@ -148,7 +148,9 @@ mod tests {
                 name: 3,
                 ..Default::default()
             }],
-            string_table: ["", "cpu", "nanoseconds", "main"].map(String::from).to_vec(),
+            string_table: ["", "cpu", "nanoseconds", "main"]
+                .map(String::from)
+                .to_vec(),
             time_nanos: 42,
             ..Default::default()
         };

@@ -217,7 +217,11 @@ fn combine(left: &NameTree, right: &NameTree) -> Vec<Pair> {
 
 /// The diff flame graph of `left` and `right` (Pyroscope's `NewFlamegraphDiff`): both trees
 /// aligned node by node, at most `max_nodes` nodes by the larger of each node's two totals.
-pub fn flame_graph_diff(left: &mut NameTree, right: &mut NameTree, max_nodes: i64) -> FlameGraphDiff {
+pub fn flame_graph_diff(
+    left: &mut NameTree,
+    right: &mut NameTree,
+    max_nodes: i64,
+) -> FlameGraphDiff {
     left.finish();
     right.finish();
     let pairs = combine(left, right);

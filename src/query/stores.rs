@@ -20,7 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::catalog::LabelSet;
 use super::local::{LocalSource, selects};
-use super::source::{Merged, ProfileSource, Query, QueryError, ProfileType};
+use super::source::{Merged, ProfileSource, ProfileType, Query, QueryError};
 use super::tree::{Batch, NameTree};
 use crate::pprof::proto::Profile;
 use crate::pprof::stacks::RawStacks;
@@ -114,8 +114,7 @@ impl Stores {
         &self,
         query: &Query,
         init: impl Fn() -> S + Sync,
-        work: impl Fn(&mut S, usize, SystemTime, &mut RawStacks, usize) -> Result<(), QueryError>
-        + Sync,
+        work: impl Fn(&mut S, usize, SystemTime, &mut RawStacks, usize) -> Result<(), QueryError> + Sync,
     ) -> Result<Decoded<S>, QueryError> {
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -149,8 +148,10 @@ impl Stores {
                                     if t > 0 && t < from {
                                         return Ok(());
                                     }
-                                    let index =
-                                        sample_type_index(&raw.sample_types(), &query.profile_type)?;
+                                    let index = sample_type_index(
+                                        &raw.sample_types(),
+                                        &query.profile_type,
+                                    )?;
                                     work(&mut out.state, series, at, &mut raw, index)
                                 });
                             if let Err(e) = result {
@@ -211,7 +212,11 @@ impl Stores {
 
     /// Every profile of `query` as one call tree; `call_site` keeps only the stacks starting
     /// with those frames. `None` when no profile matched.
-    pub fn tree(&self, query: &Query, call_site: &[String]) -> Result<Option<Selection>, QueryError> {
+    pub fn tree(
+        &self,
+        query: &Query,
+        call_site: &[String],
+    ) -> Result<Option<Selection>, QueryError> {
         // One tree shared by the workers: decoding and reading samples (most of the time) run
         // in parallel, the tree is locked only to name a profile's frames and to insert its
         // stacks. Per-worker trees merged at the end cost more: each grew to the whole tree.
@@ -241,7 +246,9 @@ impl Stores {
                 None => Ok(None),
             };
         }
-        let tree = shared.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tree = shared
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (profiles, series) = (decoded.profiles, decoded.series);
         Ok(Some(Selection {
             tree,
@@ -305,7 +312,11 @@ impl Stores {
     }
 
     /// The stored series with profiles in `[from, to)`: `(store index, id, labels)`.
-    pub fn series(&self, from: SystemTime, to: SystemTime) -> Result<Vec<(usize, u64, LabelSet)>, QueryError> {
+    pub fn series(
+        &self,
+        from: SystemTime,
+        to: SystemTime,
+    ) -> Result<Vec<(usize, u64, LabelSet)>, QueryError> {
         let mut out = Vec::new();
         for (d, db) in self.dbs.iter().enumerate() {
             let series = db

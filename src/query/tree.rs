@@ -84,12 +84,18 @@ pub struct Batch {
 impl Batch {
     /// Reads every sample of `r` (cleared first), valued by sample type number `value_index`;
     /// samples whose value is not positive are left out.
-    pub fn read(&mut self, r: &mut RawStacks, frames: &Frames, value_index: usize) -> Result<(), TreeError> {
+    pub fn read(
+        &mut self,
+        r: &mut RawStacks,
+        frames: &Frames,
+        value_index: usize,
+    ) -> Result<(), TreeError> {
         self.ids.clear();
         self.stacks.clear();
         for i in 0..r.sample_count() {
-            let (locations, values) =
-                r.read_sample(i).map_err(|e| TreeError::Pprof(e.to_string()))?;
+            let (locations, values) = r
+                .read_sample(i)
+                .map_err(|e| TreeError::Pprof(e.to_string()))?;
             let value = *values.get(value_index).ok_or(TreeError::MissingValue {
                 have: values.len(),
                 want: value_index,
@@ -104,7 +110,8 @@ impl Batch {
                     .get(loc as usize)
                     .copied()
                     .ok_or(TreeError::MissingLocation(u64::from(loc)))?;
-                self.ids.extend_from_slice(&frames.ids[a as usize..b as usize]);
+                self.ids
+                    .extend_from_slice(&frames.ids[a as usize..b as usize]);
             }
             self.stacks.push((start, self.ids.len(), value));
         }
@@ -362,7 +369,9 @@ impl NameTree {
                 if loc.has_lines() {
                     // Caller first: pprof lists the inlined callee first.
                     for f in loc.functions().rev() {
-                        frames.ids.push(functions.get(f).copied().unwrap_or(ROOT - 1));
+                        frames
+                            .ids
+                            .push(functions.get(f).copied().unwrap_or(ROOT - 1));
                     }
                 } else {
                     let name = format!("{:x}", loc.address);

@@ -92,7 +92,9 @@ pub fn types_of(p: &Profile, name: &str) -> Vec<SeriesType> {
     let (period_type, period_unit) = p
         .period_type
         .as_ref()
-        .map_or((String::new(), String::new()), |pt| (s(pt.r#type), s(pt.unit)));
+        .map_or((String::new(), String::new()), |pt| {
+            (s(pt.r#type), s(pt.unit))
+        });
     p.sample_type
         .iter()
         .map(|vt| SeriesType {
@@ -112,11 +114,14 @@ pub struct TypedSeries {
     pub types: Arc<Vec<SeriesType>>,
 }
 
+/// A cached series: its labels (to check the entry still means it) and its types.
+type Entry = (LabelSet, Arc<Vec<SeriesType>>);
+
 /// Series types by (store, series id), checked against the labels so that a store recreated
 /// at the same path cannot answer with another series' types.
 #[derive(Default)]
 pub struct TypeCache {
-    entries: Mutex<HashMap<(PathBuf, u64), (LabelSet, Arc<Vec<SeriesType>>)>>,
+    entries: Mutex<HashMap<(PathBuf, u64), Entry>>,
 }
 
 impl std::fmt::Debug for TypeCache {

@@ -25,17 +25,17 @@ use crate::query::stores::Stores;
 type Answer = (StatusCode, Json<serde_json::Value>);
 
 fn error(status: StatusCode, message: impl Into<String>) -> Answer {
-    (
-        status,
-        Json(serde_json::json!({ "error": message.into() })),
-    )
+    (status, Json(serde_json::json!({ "error": message.into() })))
 }
 
 /// A required millisecond time parameter.
 fn millis(params: &HashMap<String, String>, name: &str) -> Result<u64, Answer> {
-    let v = params
-        .get(name)
-        .ok_or_else(|| error(StatusCode::BAD_REQUEST, format!("missing parameter {name} (milliseconds since the epoch)")))?;
+    let v = params.get(name).ok_or_else(|| {
+        error(
+            StatusCode::BAD_REQUEST,
+            format!("missing parameter {name} (milliseconds since the epoch)"),
+        )
+    })?;
     v.trim().parse::<u64>().map_err(|_| {
         error(
             StatusCode::BAD_REQUEST,
@@ -47,9 +47,9 @@ fn millis(params: &HashMap<String, String>, name: &str) -> Result<u64, Answer> {
 /// The checked query and `max_nodes`.
 fn parse(params: &HashMap<String, String>) -> Result<(Query, i64), Answer> {
     let bad = |m: String| error(StatusCode::BAD_REQUEST, m);
-    let ty = params
-        .get("type")
-        .ok_or_else(|| bad("missing parameter type (a profile type ID or name, e.g. process_cpu)".into()))?;
+    let ty = params.get("type").ok_or_else(|| {
+        bad("missing parameter type (a profile type ID or name, e.g. process_cpu)".into())
+    })?;
     let profile_type = ProfileType::parse(ty).map_err(&bad)?;
     let selector = Selector::parse(params.get("query").map_or("{}", String::as_str))
         .map_err(|e| bad(format!("query: {e}")))?;
@@ -98,16 +98,21 @@ pub(super) async fn flamegraph(
         .map_or(0.0, |d| d.as_secs_f64());
     let (sample_type, unit) = query.profile_type.sample_type();
     let selected = crate::runtime::task::spawn_blocking("server.explore.flamegraph", move || {
-        stores.tree(&query, &[]).map(|s| {
-            s.map(|mut s| (flame_graph(&mut s.tree, max_nodes), s.profiles, s.series))
-        })
+        stores
+            .tree(&query, &[])
+            .map(|s| s.map(|mut s| (flame_graph(&mut s.tree, max_nodes), s.profiles, s.series)))
     })
     .await;
     let (fg, profiles, series) = match selected {
         Ok(Ok(Some(found))) => found,
         Ok(Ok(None)) => (FlameGraph::default(), 0, 0),
         Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, format!("the query failed: {e}")),
+        Err(e) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the query failed: {e}"),
+            );
+        }
     };
     let measure = match Measure::of(&sample_type, profiles.max(1)) {
         Measure::PerSecond => "per_second",

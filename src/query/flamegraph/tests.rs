@@ -24,11 +24,7 @@ fn single_flame_graphs_match_pyroscopes_layout() {
         Vec<Vec<i64>>,
         i64,
     );
-    let shape = vec![
-        (&["a", "b"][..], 5),
-        (&["a", "c"][..], 3),
-        (&["d"][..], 1),
-    ];
+    let shape = vec![(&["a", "b"][..], 5), (&["a", "c"][..], 3), (&["d"][..], 1)];
     let cases: Vec<Case> = vec![
         (
             "every node",
@@ -121,7 +117,10 @@ fn the_encoding_decodes_back_to_the_same_stacks() {
             let cut = flame_graph(&mut t, max_nodes);
             let nodes: usize = cut.levels.iter().skip(1).map(|l| l.len() / 4).sum();
             // Each kept node may gain one "other" child.
-            assert!(nodes <= 2 * max_nodes as usize + 1, "seed {seed}: {nodes} nodes");
+            assert!(
+                nodes <= 2 * max_nodes as usize + 1,
+                "seed {seed}: {nodes} nodes"
+            );
             assert_eq!(cut.total, t.total());
             let sum: i64 = cut.stacks().expect("decodes").iter().map(|s| s.1).sum();
             assert_eq!(sum, t.total(), "seed {seed} max_nodes {max_nodes}");

@@ -93,7 +93,9 @@ pub fn label_values(
     req: t::LabelValuesRequest,
 ) -> Result<t::LabelValuesResponse, ConnectError> {
     if req.name.is_empty() {
-        return Err(ConnectError::invalid("name (the label to list values of) is required"));
+        return Err(ConnectError::invalid(
+            "name (the label to list values of) is required",
+        ));
     }
     let values: BTreeSet<String> = shown(stores, cache, &req.matchers, req.start, req.end)?
         .into_iter()
@@ -135,9 +137,7 @@ pub fn series(
 
 /// `types.v1.Labels` of a label list.
 pub fn labels(l: &[(String, String)]) -> t::Labels {
-    t::Labels {
-        labels: pairs(l),
-    }
+    t::Labels { labels: pairs(l) }
 }
 
 pub fn pairs(l: &[(String, String)]) -> Vec<t::LabelPair> {

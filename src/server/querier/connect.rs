@@ -102,6 +102,9 @@ pub fn request_body(headers: &HeaderMap, body: &[u8]) -> Result<Vec<u8>, Connect
         .to_ascii_lowercase();
     match encoding.as_str() {
         "" | "identity" => Ok(body.to_vec()),
+        "gzip" if !crate::pprof::codec::is_gzip(body) => Err(ConnectError::invalid(
+            "Content-Encoding is gzip but the body is not gzip data",
+        )),
         "gzip" => {
             let limits = crate::pprof::Limits {
                 max_decompressed_bytes: MAX_REQUEST,
@@ -124,7 +127,13 @@ pub fn response(headers: &HeaderMap, message: Vec<u8>) -> Response {
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
-            .any(|e| e.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("gzip"));
+            .any(|e| {
+                e.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .eq_ignore_ascii_case("gzip")
+            });
     if gzip {
         let body = crate::pprof::gzip(&message, 1);
         return (
@@ -161,26 +170,50 @@ mod tests {
     fn requests_by_codec_and_encoding() {
         let plain = b"\x0a\x01x".to_vec();
         let zipped = crate::pprof::gzip(&plain, 1);
-        type Case = (&'static str, Vec<(&'static str, &'static str)>, Vec<u8>, Result<(), u16>);
+        type Case = (
+            &'static str,
+            Vec<(&'static str, &'static str)>,
+            Vec<u8>,
+            Result<(), u16>,
+        );
         let cases: Vec<Case> = vec![
-            ("proto", vec![("content-type", "application/proto")], plain.clone(), Ok(())),
+            (
+                "proto",
+                vec![("content-type", "application/proto")],
+                plain.clone(),
+                Ok(()),
+            ),
             (
                 "proto with gzip",
-                vec![("content-type", "application/proto"), ("content-encoding", "gzip")],
+                vec![
+                    ("content-type", "application/proto"),
+                    ("content-encoding", "gzip"),
+                ],
                 zipped,
                 Ok(()),
             ),
-            ("json", vec![("content-type", "application/json")], plain.clone(), Err(415)),
+            (
+                "json",
+                vec![("content-type", "application/json")],
+                plain.clone(),
+                Err(415),
+            ),
             ("none", vec![], plain.clone(), Err(415)),
             (
                 "brotli",
-                vec![("content-type", "application/proto"), ("content-encoding", "br")],
+                vec![
+                    ("content-type", "application/proto"),
+                    ("content-encoding", "br"),
+                ],
                 plain.clone(),
                 Err(501),
             ),
             (
                 "bad gzip",
-                vec![("content-type", "application/proto"), ("content-encoding", "gzip")],
+                vec![
+                    ("content-type", "application/proto"),
+                    ("content-encoding", "gzip"),
+                ],
                 b"not gzip".to_vec(),
                 Err(400),
             ),
@@ -200,8 +233,14 @@ mod tests {
     #[test]
     fn responses_are_gzipped_only_when_accepted_and_worth_it() {
         let big = vec![7u8; 4096];
-        let r = response(&headers(&[("accept-encoding", "deflate, gzip")]), big.clone());
-        assert_eq!(r.headers().get(CONTENT_ENCODING).map(|v| v.as_bytes()), Some(&b"gzip"[..]));
+        let r = response(
+            &headers(&[("accept-encoding", "deflate, gzip")]),
+            big.clone(),
+        );
+        assert_eq!(
+            r.headers().get(CONTENT_ENCODING).map(|v| v.as_bytes()),
+            Some(&b"gzip"[..])
+        );
         let r = response(&headers(&[]), big);
         assert!(r.headers().get(CONTENT_ENCODING).is_none());
         let r = response(&headers(&[("accept-encoding", "gzip")]), vec![1, 2, 3]);

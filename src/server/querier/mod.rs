@@ -76,7 +76,9 @@ fn dispatch(
                 catalog::profile_stats(stores)
             },
         ),
-        "SelectMergeStacktraces" => call(method, body, |r| select::select_merge_stacktraces(stores, r)),
+        "SelectMergeStacktraces" => call(method, body, |r| {
+            select::select_merge_stacktraces(stores, r)
+        }),
         "SelectMergeProfile" => {
             use crate::protocols::pyroscope::proto::querier::v1::SelectMergeProfileRequest;
             let req = SelectMergeProfileRequest::decode(body)
@@ -85,7 +87,9 @@ fn dispatch(
         }
         "SelectSeries" => call(method, body, |r| select::select_series(stores, r)),
         "Diff" => call(method, body, |r| select::diff(stores, r)),
-        _ => Err(ConnectError::unimplemented(format!("unknown method {SERVICE}/{method}"))),
+        _ => Err(ConnectError::unimplemented(format!(
+            "unknown method {SERVICE}/{method}"
+        ))),
     }
 }
 
@@ -134,7 +138,12 @@ pub(super) async fn handle(
         dispatch(&method_name, &stores, &types, &body)
     })
     .await
-    .unwrap_or_else(|e| Err(ConnectError::new(Code::Internal, format!("the query failed: {e}"))));
+    .unwrap_or_else(|e| {
+        Err(ConnectError::new(
+            Code::Internal,
+            format!("the query failed: {e}"),
+        ))
+    });
     tracing::debug!(method = %method, elapsed_ms = started.elapsed().as_millis() as u64, ok = result.is_ok(), "querier call");
     match result {
         Ok(message) => connect::response(&headers, message),

@@ -40,8 +40,9 @@ pub fn range(start: i64, end: i64) -> Result<Range, ConnectError> {
         ms(end) + Duration::from_millis(1)
     };
     let end_ms = if end == 0 {
-        to.duration_since(UNIX_EPOCH)
-            .map_or(i64::MAX, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        to.duration_since(UNIX_EPOCH).map_or(i64::MAX, |d| {
+            i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+        })
     } else {
         end
     };
@@ -82,7 +83,10 @@ pub fn selector(s: &str) -> Result<Selector, ConnectError> {
 /// `label_selector` for series of type `ty`: matchers on the type's own labels
 /// (`__profile_type__`, `__type__`...) are decided here against `ty`, since stored series do
 /// not carry them; `None` when one of them excludes `ty` (nothing can match).
-pub fn selector_for(label_selector: &str, ty: &SeriesType) -> Result<Option<Selector>, ConnectError> {
+pub fn selector_for(
+    label_selector: &str,
+    ty: &SeriesType,
+) -> Result<Option<Selector>, ConnectError> {
     let mut sel = selector(label_selector)?;
     let labels = ty.labels();
     let mut excluded = false;
@@ -159,7 +163,9 @@ mod tests {
             ("", Some("{}")),
         ];
         for (given, want) in cases {
-            let got = selector_for(given, &cpu).expect(given).map(|s| s.to_string());
+            let got = selector_for(given, &cpu)
+                .expect(given)
+                .map(|s| s.to_string());
             assert_eq!(got.as_deref(), want, "{given}");
         }
         assert!(selector_for("{service_name=", &cpu).is_err());

@@ -119,7 +119,12 @@ fn tree(stores: &Stores, req: &q::SelectMergeStacktracesRequest) -> Result<NameT
         &req.span_selector,
     )?;
     let sel = stacks(req.stack_trace_selector.clone());
-    let Some((query, _)) = query(&req.profile_type_id, &req.label_selector, req.start, req.end)?
+    let Some((query, _)) = query(
+        &req.profile_type_id,
+        &req.label_selector,
+        req.start,
+        req.end,
+    )?
     else {
         return Ok(NameTree::new());
     };
@@ -213,7 +218,12 @@ pub fn select_merge_profile(
             "a call_site stack trace selector is supported with flame graphs only, not with pprof output",
         ));
     }
-    let Some((query, _)) = query(&req.profile_type_id, &req.label_selector, req.start, req.end)?
+    let Some((query, _)) = query(
+        &req.profile_type_id,
+        &req.label_selector,
+        req.start,
+        req.end,
+    )?
     else {
         return Ok(Vec::new());
     };
@@ -241,6 +251,9 @@ fn side(which: &str, e: ConnectError) -> ConnectError {
         ..e
     }
 }
+
+/// A series' points being summed: step timestamp -> (sum, profiles).
+type Points = BTreeMap<i64, (f64, u64)>;
 
 /// The point a profile at `ts` counts in: upstream's steps are `start`, `start + step`, ... up
 /// to `end` (all ms), and a profile counts at the first step at or after its time; `None` past
@@ -280,18 +293,22 @@ pub fn select_series(
         },
     };
     let (_, series_type) = super::request::profile_type(&req.profile_type_id)?;
-    let Some((query, range)) = query(&req.profile_type_id, &req.label_selector, req.start, req.end)?
+    let Some((query, range)) = query(
+        &req.profile_type_id,
+        &req.label_selector,
+        req.start,
+        req.end,
+    )?
     else {
         return Ok(q::SelectSeriesResponse::default());
     };
     let step_ms = ((req.step * 1000.0).round() as i64).max(1);
     // Group labels -> step timestamp -> (sum, count).
-    let mut groups: BTreeMap<Vec<(String, String)>, BTreeMap<i64, (f64, u64)>> = BTreeMap::new();
+    let mut groups: BTreeMap<Vec<(String, String)>, Points> = BTreeMap::new();
     for p in stores.totals(&query).map_err(store_error)? {
-        let ts = p
-            .at
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let ts =
+            p.at.duration_since(UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         let Some(step_at) = step_of(ts, range.start_ms, range.end_ms, step_ms) else {
             continue;
         };
@@ -300,7 +317,11 @@ pub fn select_series(
             .into_iter()
             .filter(|(k, _)| req.group_by.contains(k))
             .collect();
-        let point = groups.entry(key).or_default().entry(step_at).or_insert((0.0, 0));
+        let point = groups
+            .entry(key)
+            .or_default()
+            .entry(step_at)
+            .or_insert((0.0, 0));
         point.0 += p.total as f64;
         point.1 += 1;
     }
@@ -351,7 +372,11 @@ mod tests {
             (4_500, 1_000, 4_600, 1_000, None),
         ];
         for (ts, start, end, step, want) in cases {
-            assert_eq!(step_of(ts, start, end, step), want, "{ts} in {start}..{end}/{step}");
+            assert_eq!(
+                step_of(ts, start, end, step),
+                want,
+                "{ts} in {start}..{end}/{step}"
+            );
         }
     }
 
@@ -366,7 +391,9 @@ mod tests {
         }
         assert_eq!(format(99).expect_err("unknown").code, Code::InvalidArgument);
         assert!(unsupported_selectors(&["id".into()], &[], &[]).is_err());
-        assert!(unsupported_selectors(&[], &["0af7651916cd43dd8448eb211c80319c".into()], &[]).is_err());
+        assert!(
+            unsupported_selectors(&[], &["0af7651916cd43dd8448eb211c80319c".into()], &[]).is_err()
+        );
         assert!(unsupported_selectors(&[], &[], &["00f067aa0ba902b7".into()]).is_err());
         assert!(unsupported_selectors(&[], &[String::new()], &[]).is_ok());
     }
