@@ -483,3 +483,34 @@ fn opening_refuses_what_is_not_a_store() {
     let err = Db::open(&file).expect_err("not a directory");
     assert!(err.to_string().contains("plain-file"), "{err}");
 }
+
+#[test]
+fn last_profile_is_the_newest_in_the_range_chunks_joined() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path()).expect("open");
+    // The newest one is large enough to be stored in several chunks.
+    let bodies = [pprof(1, 10, 5), pprof(2, 10, 5), pprof(3, 300, 200)];
+    assert!(bodies[2].len() > 3 * 4096, "{} bytes", bodies[2].len());
+    let at = |i: u64| t0() + Duration::from_secs(i);
+    for (i, body) in bodies.iter().enumerate() {
+        db.append(&[profile(
+            labels("svc", "10.0.0.1:6060", "process_cpu"),
+            body.clone(),
+            at(i as u64),
+        )])
+        .expect("append");
+    }
+    let id = db.series().expect("series")[0].id;
+    let (when, bytes) = db
+        .last_profile(id, at(0), at(3))
+        .expect("reads")
+        .expect("found");
+    assert_eq!((when, gunzip(&bytes)), (at(2), gunzip(&bodies[2])));
+    let (when, bytes) = db
+        .last_profile(id, at(0), at(2))
+        .expect("reads")
+        .expect("found");
+    assert_eq!((when, gunzip(&bytes)), (at(1), gunzip(&bodies[1])));
+    assert_eq!(db.last_profile(id, at(3), at(9)).expect("reads"), None);
+    assert_eq!(db.last_profile(id + 7, at(0), at(9)).expect("reads"), None);
+}

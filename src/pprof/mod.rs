@@ -9,7 +9,8 @@
 //! * [`merge()`](merge::merge) and [`trim`]: combining profiles and fitting backend limits;
 //! * [`info`]: a summary for `scraper pprof info`;
 //! * [`named`]: profiles whose frames are plain names (folded text, scraper's own tasks and
-//!   memory).
+//!   memory);
+//! * [`stacks`]: a profile's samples read straight from its bytes, for flame graphs and totals.
 //!
 //! Errors are [`PprofError`] values naming the problem; nothing here panics on input.
 
@@ -24,6 +25,7 @@ pub mod proto;
 #[doc(hidden)]
 pub mod reference;
 pub mod self_profile;
+pub mod stacks;
 pub mod trim;
 mod validate;
 mod view;

@@ -106,7 +106,7 @@ enum Visit {
 /// The flame graph of `tree` with at most `max_nodes` nodes (see the module docs; `max_nodes`
 /// < 1 draws every node).
 pub fn flame_graph(tree: &mut NameTree, max_nodes: i64) -> FlameGraph {
-    tree.sort();
+    tree.finish();
     let tree = &*tree;
     let min = tree.min_value(max_nodes);
     let mut names = Names::default();
@@ -222,8 +222,8 @@ pub fn flame_graph_diff(
     right: &mut NameTree,
     max_nodes: i64,
 ) -> FlameGraphDiff {
-    left.sort();
-    right.sort();
+    left.finish();
+    right.finish();
     let pairs = combine(left, right);
     let min = match usize::try_from(max_nodes) {
         Ok(k) if k > 0 && pairs.len() > k => {

@@ -21,8 +21,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::catalog::LabelSet;
 use super::local::{LocalSource, selects};
 use super::source::{Merged, ProfileSource, ProfileType, Query, QueryError};
-use super::tree::NameTree;
+use super::tree::{Batch, NameTree};
 use crate::pprof::proto::Profile;
+use crate::pprof::stacks::RawStacks;
 use crate::store::Db;
 
 /// Decoding threads per query; the machine's parallelism, at most this.
@@ -52,25 +53,14 @@ pub struct Stores {
     dbs: Vec<Arc<Db>>,
 }
 
-/// The index of `ty`'s sample type in `p`, or why it has none.
-pub fn sample_type_index(p: &Profile, ty: &ProfileType) -> Result<usize, QueryError> {
+/// The index of `ty`'s sample type among `types` (`(type, unit)` pairs), or why there is none.
+pub fn sample_type_index(types: &[(&str, &str)], ty: &ProfileType) -> Result<usize, QueryError> {
     let (want_type, want_unit) = ty.sample_type();
-    let s = |i: i64| {
-        p.string_table
-            .get(usize::try_from(i).unwrap_or(usize::MAX))
-            .map_or("", String::as_str)
-    };
-    p.sample_type
+    types
         .iter()
-        .position(|vt| {
-            s(vt.r#type) == want_type && (want_unit.is_empty() || s(vt.unit) == want_unit)
-        })
+        .position(|(t, u)| *t == want_type && (want_unit.is_empty() || *u == want_unit))
         .ok_or_else(|| {
-            let have: Vec<String> = p
-                .sample_type
-                .iter()
-                .map(|vt| format!("{}/{}", s(vt.r#type), s(vt.unit)))
-                .collect();
+            let have: Vec<String> = types.iter().map(|(t, u)| format!("{t}/{u}")).collect();
             QueryError::Merge(format!(
                 "profile has no {want_type}/{want_unit} samples (it has {})",
                 have.join(", ")
@@ -124,7 +114,7 @@ impl Stores {
         &self,
         query: &Query,
         init: impl Fn() -> S + Sync,
-        work: impl Fn(&mut S, usize, SystemTime, &Profile, usize) -> Result<(), QueryError> + Sync,
+        work: impl Fn(&mut S, usize, SystemTime, &mut RawStacks, usize) -> Result<(), QueryError> + Sync,
     ) -> Result<Decoded<S>, QueryError> {
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -145,18 +135,24 @@ impl Stores {
                             state: init(),
                             failure: None,
                         };
+                        let mut raw = RawStacks::new();
                         loop {
                             let job = crate::sync::lock(&rx).recv();
                             let Ok((series, at, bytes)) = job else { break };
-                            let result = crate::pprof::decode(&bytes, limits)
+                            let result = raw
+                                .load(&bytes, limits)
                                 .map_err(|e| QueryError::Merge(e.to_string()))
-                                .and_then(|p| {
+                                .and_then(|()| {
                                     // Started before the range: it belongs to the window before.
-                                    if p.time_nanos > 0 && p.time_nanos < from {
+                                    let t = raw.time_nanos();
+                                    if t > 0 && t < from {
                                         return Ok(());
                                     }
-                                    let index = sample_type_index(&p, &query.profile_type)?;
-                                    work(&mut out.state, series, at, &p, index)
+                                    let index = sample_type_index(
+                                        &raw.sample_types(),
+                                        &query.profile_type,
+                                    )?;
+                                    work(&mut out.state, series, at, &mut raw, index)
                                 });
                             if let Err(e) = result {
                                 tracing::debug!(error = %e, "skipping a stored profile");
@@ -221,12 +217,19 @@ impl Stores {
         query: &Query,
         call_site: &[String],
     ) -> Result<Option<Selection>, QueryError> {
+        // One tree shared by the workers: decoding and reading samples (most of the time) run
+        // in parallel, the tree is locked only to name a profile's frames and to insert its
+        // stacks. Per-worker trees merged at the end cost more: each grew to the whole tree.
+        let shared = std::sync::Mutex::new(NameTree::with_call_site(call_site));
         let decoded = self.decode_all(
             query,
-            || (NameTree::with_call_site(call_site), 0usize),
-            |(tree, added), _, _, p, index| {
-                tree.add_profile(p, index)
+            || (Batch::default(), 0usize),
+            |(batch, added), _, _, raw, index| {
+                let frames = crate::sync::lock(&shared).prepare(raw);
+                batch
+                    .read(raw, &frames, index)
                     .map_err(|e| QueryError::Merge(e.to_string()))?;
+                crate::sync::lock(&shared).insert_batch(batch);
                 *added += 1;
                 Ok(())
             },
@@ -243,11 +246,9 @@ impl Stores {
                 None => Ok(None),
             };
         }
-        let mut trees = decoded.states.into_iter().map(|(t, _)| t);
-        let mut tree = trees.next().unwrap_or_default();
-        for t in trees {
-            tree.merge(&t);
-        }
+        let tree = shared
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (profiles, series) = (decoded.profiles, decoded.series);
         Ok(Some(Selection {
             tree,
@@ -261,12 +262,14 @@ impl Stores {
         let decoded = self.decode_all(
             query,
             Vec::new,
-            |out: &mut Vec<(usize, SystemTime, i64)>, series, at, p, index| {
-                let total = p
-                    .sample
-                    .iter()
-                    .filter_map(|s| s.value.get(index))
-                    .fold(0i64, |a, v| a.saturating_add(*v));
+            |out: &mut Vec<(usize, SystemTime, i64)>, series, at, raw, index| {
+                let mut total = 0i64;
+                for i in 0..raw.sample_count() {
+                    let (_, values) = raw
+                        .read_sample(i)
+                        .map_err(|e| QueryError::Merge(e.to_string()))?;
+                    total = total.saturating_add(values.get(index).copied().unwrap_or(0));
+                }
                 out.push((series, at, total));
                 Ok(())
             },

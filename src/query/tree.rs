@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::pprof::proto::Profile;
+use crate::pprof::stacks::RawStacks;
 
 /// A small multiplicative hasher for integer keys (node and name ids), which the standard
 /// SipHash would make the hot loop's main cost. Keys come from our own counters, not input.
@@ -28,7 +29,13 @@ impl Hasher for IdHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+        for b in chunks.remainder() {
             self.write_u64(u64::from(*b));
         }
     }
@@ -55,8 +62,61 @@ pub(crate) struct Node {
     pub parent: u32,
     pub self_value: i64,
     pub total: i64,
-    /// Child node ids; sorted by name after [`NameTree::sort`].
+    /// Child node ids; sorted by name after [`NameTree::finish`].
     pub children: Vec<u32>,
+}
+
+/// Each location's frames as name ids, from [`NameTree::prepare`].
+#[derive(Debug, Default)]
+pub struct Frames {
+    ids: Vec<u32>,
+    spans: Vec<(u32, u32)>,
+}
+
+/// A profile's samples as root-first stacks of name ids with their values, read without the
+/// tree (see [`NameTree::prepare`]).
+#[derive(Debug, Default)]
+pub struct Batch {
+    ids: Vec<u32>,
+    stacks: Vec<(usize, usize, i64)>,
+}
+
+impl Batch {
+    /// Reads every sample of `r` (cleared first), valued by sample type number `value_index`;
+    /// samples whose value is not positive are left out.
+    pub fn read(
+        &mut self,
+        r: &mut RawStacks,
+        frames: &Frames,
+        value_index: usize,
+    ) -> Result<(), TreeError> {
+        self.ids.clear();
+        self.stacks.clear();
+        for i in 0..r.sample_count() {
+            let (locations, values) = r
+                .read_sample(i)
+                .map_err(|e| TreeError::Pprof(e.to_string()))?;
+            let value = *values.get(value_index).ok_or(TreeError::MissingValue {
+                have: values.len(),
+                want: value_index,
+            })?;
+            if value <= 0 {
+                continue;
+            }
+            let start = self.ids.len();
+            for &loc in locations.iter().rev() {
+                let (a, b) = frames
+                    .spans
+                    .get(loc as usize)
+                    .copied()
+                    .ok_or(TreeError::MissingLocation(u64::from(loc)))?;
+                self.ids
+                    .extend_from_slice(&frames.ids[a as usize..b as usize]);
+            }
+            self.stacks.push((start, self.ids.len(), value));
+        }
+        Ok(())
+    }
 }
 
 /// Stacks by function name. Node 0 is the root (Pyroscope's "total").
@@ -66,9 +126,15 @@ pub struct NameTree {
     name_ids: HashMap<Box<str>, u32>,
     pub(crate) nodes: Vec<Node>,
     edges: IdMap<(u32, u32), u32>,
+    /// The leaf node of every stack inserted so far: the same stacks recur in every profile
+    /// of a window, and one lookup of the whole stack replaces one per frame.
+    leaves: IdMap<Box<[u32]>, u32>,
     /// Root-first name ids a stack must start with (Pyroscope's `call_site` selector).
     call_site: Vec<u32>,
-    sorted: bool,
+    /// Sum of every inserted value.
+    grand_total: i64,
+    /// Whether totals are computed and children sorted since the last insert.
+    finished: bool,
 }
 
 impl Default for NameTree {
@@ -86,6 +152,8 @@ pub enum TreeError {
     MissingFunction { location: u64, function: u64 },
     #[error("sample has {have} values, the sample type is number {want}")]
     MissingValue { have: usize, want: usize },
+    #[error("{0}")]
+    Pprof(String),
 }
 
 impl NameTree {
@@ -101,8 +169,10 @@ impl NameTree {
                 children: Vec::new(),
             }],
             edges: IdMap::default(),
+            leaves: IdMap::default(),
             call_site: Vec::new(),
-            sorted: true,
+            grand_total: 0,
+            finished: true,
         }
     }
 
@@ -115,7 +185,7 @@ impl NameTree {
 
     /// The sum of every stack's value.
     pub fn total(&self) -> i64 {
-        self.nodes[0].total
+        self.grand_total
     }
 
     /// Nodes below the root.
@@ -155,7 +225,6 @@ impl NameTree {
         });
         self.nodes[parent as usize].children.push(c);
         self.edges.insert((parent, name), c);
-        self.sorted = false;
         c
     }
 
@@ -164,13 +233,22 @@ impl NameTree {
         if value <= 0 || !stack.starts_with(&self.call_site) {
             return;
         }
-        let mut node = 0u32;
-        self.nodes[0].total += value;
-        for &name in stack {
-            node = self.child(node, name);
-            self.nodes[node as usize].total += value;
-        }
-        self.nodes[node as usize].self_value += value;
+        let leaf = match self.leaves.get(stack) {
+            Some(&leaf) => leaf,
+            None => {
+                let mut node = 0u32;
+                for &name in stack {
+                    node = self.child(node, name);
+                }
+                self.leaves.insert(stack.into(), node);
+                node
+            }
+        };
+        // Only the leaf is touched here: totals are summed once, by `finish`, instead of once
+        // per frame of every sample (a walk through a tree too big for the cache).
+        self.nodes[leaf as usize].self_value += value;
+        self.grand_total += value;
+        self.finished = false;
     }
 
     /// Adds the root-first stack of names `stack` with `value`.
@@ -269,43 +347,99 @@ impl NameTree {
         Ok(())
     }
 
+    /// Adds every sample of the profile `r` holds, valued by its sample type number
+    /// `value_index`: [`NameTree::add_profile`] without a decoded `Profile`.
+    pub fn add_raw(&mut self, r: &mut RawStacks, value_index: usize) -> Result<(), TreeError> {
+        let frames = self.prepare(r);
+        let mut batch = Batch::default();
+        batch.read(r, &frames, value_index)?;
+        self.insert_batch(&batch);
+        Ok(())
+    }
+
+    /// The frames of every location of `r`, as this tree's name ids: the only part of adding
+    /// a profile that needs the tree besides the inserts themselves, so that several threads
+    /// can share one tree and hold its lock briefly.
+    pub fn prepare(&mut self, r: &RawStacks) -> Frames {
+        let functions: Vec<u32> = r.function_names().map(|n| self.intern(n)).collect();
+        let mut frames = Frames::default();
+        for i in 0..r.location_count() {
+            let start = frames.ids.len() as u32;
+            if let Some(loc) = r.location(i) {
+                if loc.has_lines() {
+                    // Caller first: pprof lists the inlined callee first.
+                    for f in loc.functions().rev() {
+                        frames
+                            .ids
+                            .push(functions.get(f).copied().unwrap_or(ROOT - 1));
+                    }
+                } else {
+                    let name = format!("{:x}", loc.address);
+                    frames.ids.push(self.intern(&name));
+                }
+            }
+            frames.spans.push((start, frames.ids.len() as u32));
+        }
+        frames
+    }
+
+    /// Adds the stacks of `batch`.
+    pub fn insert_batch(&mut self, batch: &Batch) {
+        for &(start, end, value) in &batch.stacks {
+            self.insert_ids(&batch.ids[start..end], value);
+        }
+    }
+
     /// Adds `other`'s stacks to this tree.
     pub fn merge(&mut self, other: &NameTree) {
         let names: Vec<u32> = other.names.iter().map(|n| self.intern(n)).collect();
         let mut mapped: Vec<u32> = Vec::with_capacity(other.nodes.len());
         mapped.push(0);
-        self.nodes[0].total += other.nodes[0].total;
         self.nodes[0].self_value += other.nodes[0].self_value;
         // Nodes are created after their parent, so a parent is always mapped first.
         for n in &other.nodes[1..] {
             let parent = mapped[n.parent as usize];
             let c = self.child(parent, names[n.name as usize]);
-            let node = &mut self.nodes[c as usize];
-            node.total += n.total;
-            node.self_value += n.self_value;
+            self.nodes[c as usize].self_value += n.self_value;
             mapped.push(c);
         }
+        self.grand_total += other.grand_total;
+        self.finished = false;
     }
 
-    /// Orders every node's children by name, as Pyroscope's tree keeps them.
-    pub fn sort(&mut self) {
-        if self.sorted {
+    /// Sums every node's total and orders its children by name, as Pyroscope's tree keeps
+    /// them; needed before reading totals or walking children.
+    pub fn finish(&mut self) {
+        if self.finished {
             return;
         }
+        for n in &mut self.nodes {
+            n.total = n.self_value;
+        }
+        // Children come after their parent: one backwards pass sums every subtree.
+        for i in (1..self.nodes.len()).rev() {
+            let (parent, total) = (self.nodes[i].parent as usize, self.nodes[i].total);
+            self.nodes[parent].total += total;
+        }
+        // Names ranked once, so that sorting children compares integers, not strings.
+        let mut order: Vec<u32> = (0..self.names.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| self.names[a as usize].cmp(&self.names[b as usize]));
+        let mut rank = vec![0u32; self.names.len()];
+        for (r, &name) in order.iter().enumerate() {
+            rank[name as usize] = r as u32;
+        }
+        let rank_of = |name: u32| rank.get(name as usize).copied().unwrap_or(u32::MAX);
         for i in 0..self.nodes.len() {
             let mut children = std::mem::take(&mut self.nodes[i].children);
-            children.sort_unstable_by(|&a, &b| {
-                self.name(self.nodes[a as usize].name)
-                    .cmp(self.name(self.nodes[b as usize].name))
-            });
+            children.sort_unstable_by_key(|&c| rank_of(self.nodes[c as usize].name));
             self.nodes[i].children = children;
         }
-        self.sorted = true;
+        self.finished = true;
     }
 
     /// The smallest total a node needs to be drawn when at most `max_nodes` nodes may be:
     /// the `max_nodes`-th largest total (0 when the tree is small enough or `max_nodes` < 1),
-    /// Pyroscope's `minValue`.
+    /// Pyroscope's `minValue`. Reads totals: call [`NameTree::finish`] first.
     pub(crate) fn min_value(&self, max_nodes: i64) -> i64 {
         let Ok(k) = usize::try_from(max_nodes) else {
             return 0;
@@ -454,6 +588,25 @@ mod tests {
     }
 
     #[test]
+    fn raw_profiles_give_the_same_tree() {
+        use prost::Message as _;
+        let p = profile(
+            &["main", "outer", "inlined", "work"],
+            &[&[1], &[3, 2], &[4], &[]],
+            &[(&[2, 1], [1, 5]), (&[3, 2, 1], [2, 7]), (&[4, 1], [1, 1])],
+        );
+        let mut direct = NameTree::new();
+        direct.add_profile(&p, 1).expect("adds");
+        let mut raw = NameTree::new();
+        let mut r = RawStacks::new();
+        r.load(&p.encode_to_vec(), &crate::pprof::Limits::default())
+            .expect("loads");
+        raw.add_raw(&mut r, 1).expect("adds");
+        assert_eq!(sorted(raw.stacks()), sorted(direct.stacks()));
+        assert!(raw.add_raw(&mut r, 5).is_err());
+    }
+
+    #[test]
     fn call_site_keeps_stacks_with_that_prefix() {
         let p = profile(
             &["main", "a", "b"],
@@ -510,6 +663,7 @@ mod tests {
         t.insert(&["a", "b"], 5);
         t.insert(&["a", "c"], 3);
         t.insert(&["d"], 1);
+        t.finish();
         // Totals: a 8, b 5, c 3, d 1.
         for (max, want) in [(0, 0), (-1, 0), (4, 0), (10, 0), (3, 3), (2, 5), (1, 8)] {
             assert_eq!(t.min_value(max), want, "max_nodes {max}");

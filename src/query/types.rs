@@ -114,16 +114,14 @@ pub struct TypedSeries {
     pub types: Arc<Vec<SeriesType>>,
 }
 
-/// A cache key: (store path, series id).
-type SeriesKey = (PathBuf, u64);
-/// A cached entry: the series' labels (to check the key still names it) and its types.
-type CachedTypes = (LabelSet, Arc<Vec<SeriesType>>);
+/// A cached series: its labels (to check the entry still means it) and its types.
+type Entry = (LabelSet, Arc<Vec<SeriesType>>);
 
 /// Series types by (store, series id), checked against the labels so that a store recreated
 /// at the same path cannot answer with another series' types.
 #[derive(Default)]
 pub struct TypeCache {
-    entries: Mutex<HashMap<SeriesKey, CachedTypes>>,
+    entries: Mutex<HashMap<(PathBuf, u64), Entry>>,
 }
 
 impl std::fmt::Debug for TypeCache {

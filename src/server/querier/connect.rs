@@ -102,6 +102,9 @@ pub fn request_body(headers: &HeaderMap, body: &[u8]) -> Result<Vec<u8>, Connect
         .to_ascii_lowercase();
     match encoding.as_str() {
         "" | "identity" => Ok(body.to_vec()),
+        "gzip" if !crate::pprof::codec::is_gzip(body) => Err(ConnectError::invalid(
+            "Content-Encoding is gzip but the body is not gzip data",
+        )),
         "gzip" => {
             let limits = crate::pprof::Limits {
                 max_decompressed_bytes: MAX_REQUEST,

@@ -27,9 +27,6 @@ use crate::query::source::Query;
 use crate::query::stores::Stores;
 use crate::query::tree::NameTree;
 
-/// One series' values by step timestamp (ms): (sum, count).
-type Steps = BTreeMap<i64, (f64, u64)>;
-
 /// The answer's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
@@ -255,6 +252,19 @@ fn side(which: &str, e: ConnectError) -> ConnectError {
     }
 }
 
+/// A series' points being summed: step timestamp -> (sum, profiles).
+type Points = BTreeMap<i64, (f64, u64)>;
+
+/// The point a profile at `ts` counts in: upstream's steps are `start`, `start + step`, ... up
+/// to `end` (all ms), and a profile counts at the first step at or after its time; `None` past
+/// the last step.
+fn step_of(ts: i64, start: i64, end: i64, step: i64) -> Option<i64> {
+    let after = ts.saturating_sub(start).max(0);
+    let steps = after / step + i64::from(after % step != 0);
+    let at = start.saturating_add(steps.saturating_mul(step));
+    (at <= end).then_some(at)
+}
+
 pub fn select_series(
     stores: &Stores,
     req: q::SelectSeriesRequest,
@@ -294,18 +304,14 @@ pub fn select_series(
     };
     let step_ms = ((req.step * 1000.0).round() as i64).max(1);
     // Group labels -> step timestamp -> (sum, count).
-    let mut groups: BTreeMap<Vec<(String, String)>, Steps> = BTreeMap::new();
+    let mut groups: BTreeMap<Vec<(String, String)>, Points> = BTreeMap::new();
     for p in stores.totals(&query).map_err(store_error)? {
         let ts =
             p.at.duration_since(UNIX_EPOCH)
                 .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        // Upstream's steps are start, start + step, ... up to end; a profile counts at the
-        // first step at or after its time.
-        let after = (ts - range.start_ms).max(0);
-        let step_at = range.start_ms + (after + step_ms - 1) / step_ms * step_ms;
-        if step_at > range.end_ms {
+        let Some(step_at) = step_of(ts, range.start_ms, range.end_ms, step_ms) else {
             continue;
-        }
+        };
         let shown = series_type.series_labels(&p.labels);
         let key: Vec<(String, String)> = shown
             .into_iter()
@@ -347,4 +353,48 @@ pub fn select_series(
         });
     }
     Ok(q::SelectSeriesResponse { series })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_count_at_the_first_step_at_or_after_them() {
+        // (ts, start, end, step, point)
+        let cases = [
+            (1_000, 1_000, 5_000, 1_000, Some(1_000)),
+            (1_001, 1_000, 5_000, 1_000, Some(2_000)),
+            (2_000, 1_000, 5_000, 1_000, Some(2_000)),
+            (500, 1_000, 5_000, 1_000, Some(1_000)),
+            (4_999, 1_000, 5_000, 1_000, Some(5_000)),
+            (5_001, 1_000, 5_000, 1_000, None),
+            (4_500, 1_000, 4_600, 1_000, None),
+        ];
+        for (ts, start, end, step, want) in cases {
+            assert_eq!(
+                step_of(ts, start, end, step),
+                want,
+                "{ts} in {start}..{end}/{step}"
+            );
+        }
+    }
+
+    #[test]
+    fn formats_and_selectors_that_are_not_served_say_so() {
+        assert_eq!(format(0), Ok(Format::FlameGraph));
+        assert_eq!(format(4), Ok(Format::Pprof));
+        for f in [2, 3] {
+            let e = format(f).expect_err("unsupported");
+            assert_eq!(e.code, Code::Unimplemented);
+            assert!(e.message.contains("FLAMEGRAPH"), "{}", e.message);
+        }
+        assert_eq!(format(99).expect_err("unknown").code, Code::InvalidArgument);
+        assert!(unsupported_selectors(&["id".into()], &[], &[]).is_err());
+        assert!(
+            unsupported_selectors(&[], &["0af7651916cd43dd8448eb211c80319c".into()], &[]).is_err()
+        );
+        assert!(unsupported_selectors(&[], &[], &["00f067aa0ba902b7".into()]).is_err());
+        assert!(unsupported_selectors(&[], &[String::new()], &[]).is_ok());
+    }
 }
