@@ -35,19 +35,12 @@ pub(super) async fn page(State(state): State<AppState>, Path(id): Path<String>) 
     }
 }
 
-pub(super) const STYLE: &str = "body{font-family:sans-serif;margin:2em}\
-table{border-collapse:collapse}\
-td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}\
-table table td,table table th{border-color:#e4e4e4}\
-.healthy{color:#1a7f37}.unhealthy{color:#cf222e}.exited{color:#9a6700}.unknown{color:#666}\
-.null{color:#999}pre{white-space:pre-wrap;margin:0}";
-
 fn render(c: &ComponentInfo, last_load: Option<&LoadOutcome>) -> String {
     let id = escape(&c.local_id);
-    let mut out = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>{id} - scraper</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
-         <p><a href=\"/\">scraper</a> &rsaquo; {id}</p>\n<h1>{id}</h1>\n"
+    let mut out = super::page::start(&id, "Component");
+    let _ = writeln!(
+        out,
+        "<p><a href=\"/\">Components</a> &rsaquo; {id}</p>\n<h1>{id}</h1>"
     );
     let state = c.health.state.as_str();
     let _ = writeln!(
@@ -78,7 +71,8 @@ fn render(c: &ComponentInfo, last_load: Option<&LoadOutcome>) -> String {
     }
     let _ = writeln!(
         out,
-        "<p><a href=\"/api/v0/web/components/{id}\">as JSON</a></p>\n</body>\n</html>"
+        "<p><a href=\"/api/v0/web/components/{id}\">as JSON</a></p>\n{}",
+        super::page::END
     );
     out
 }

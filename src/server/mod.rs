@@ -23,6 +23,7 @@ mod graph;
 mod lifecycle;
 mod marks;
 mod metrics;
+mod page;
 mod pprof;
 mod querier;
 mod self_profiles;

@@ -10,12 +10,14 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::time::{Duration, SystemTime};
 
 use axum::extract::{Query, State};
 use axum::response::Html;
 use serde_json::Value;
 
 use super::AppState;
+use crate::gocompat::time::parse_rfc3339;
 use crate::html::escape;
 
 /// One row's fields, as the component's debug info names them.
@@ -79,6 +81,7 @@ pub(super) async fn page(
         &sections,
         query.get("health").map(String::as_str),
         query.get("q").map(String::as_str),
+        SystemTime::now(),
     ))
 }
 
@@ -86,18 +89,30 @@ fn render(
     sections: &[(String, String, Vec<Value>)],
     health: Option<&str>,
     q: Option<&str>,
+    now: SystemTime,
 ) -> String {
-    let mut out = String::from(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>scraper: targets</title>\n<style>\n\
-         body{font-family:sans-serif;margin:2em}\
-         table{border-collapse:collapse;margin-bottom:2em}\
-         td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}\
-         .up{color:#1a7f37}.down{color:#cf222e}.unknown{color:#666}\
-         \n</style>\n</head>\n<body>\n<h1>Targets</h1>\n\
-         <p><a href=\"/\">components</a> &middot; show: <a href=\"/targets\">all</a> \
-         <a href=\"/targets?health=up\">up</a> <a href=\"/targets?health=down\">down</a> \
-         <a href=\"/targets?health=unknown\">unknown</a></p>\n",
+    let mut out = super::page::start("Targets", "Targets");
+    out.push_str("<h1>Targets</h1>\n");
+    // A plain GET form: the filter is in the address, so a filtered view can be linked.
+    let _ = writeln!(
+        out,
+        "<form class=\"filter\" method=\"get\" action=\"/targets\"><label>Health \
+         <select name=\"health\">{}</select></label> <label>Endpoint or label contains \
+         <input name=\"q\" value=\"{}\" placeholder=\"service_name=&quot;api&quot;\"></label> \
+         <button type=\"submit\">Filter</button> <a href=\"/targets\">clear</a></form>",
+        ["", "up", "down", "unknown"]
+            .iter()
+            .map(|h| format!(
+                "<option value=\"{h}\"{}>{}</option>",
+                if health.unwrap_or("") == *h {
+                    " selected"
+                } else {
+                    ""
+                },
+                if h.is_empty() { "any" } else { h }
+            ))
+            .collect::<String>(),
+        escape(q.unwrap_or("")),
     );
     if sections.is_empty() {
         out.push_str("<p>No component scrapes targets.</p>\n");
@@ -129,22 +144,53 @@ fn render(
             let _ = writeln!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td>\
-                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                 <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"error\">{}</td></tr>",
                 escape(field(t, "url")),
                 escape(field(t, "profile_type")),
                 escape(health),
                 escape(&public_labels(t)),
-                escape(field(t, "last_scrape")),
+                when(t, "last_scrape", now),
                 escape(field(t, "last_scrape_duration")),
-                escape(field(t, "next_scrape")),
+                when(t, "next_scrape", now),
                 escape(&delta(t)),
                 escape(field(t, "last_error")),
             );
         }
         out.push_str("</table>\n");
     }
-    out.push_str("</body>\n</html>\n");
+    out.push_str(super::page::END);
     out
+}
+
+/// A time from the debug info as people read it on this page: how long ago (or how soon),
+/// with the exact timestamp on hover.
+fn when(t: &Value, name: &str, now: SystemTime) -> String {
+    let raw = field(t, name);
+    let Some(at) = parse_rfc3339(raw) else {
+        return escape(raw);
+    };
+    let (d, future) = match now.duration_since(at) {
+        Ok(d) => (d, false),
+        Err(e) => (e.duration(), true),
+    };
+    let d = format_span(d);
+    let text = if future {
+        format!("in {d}")
+    } else {
+        format!("{d} ago")
+    };
+    format!("<span title=\"{}\">{text}</span>", escape(raw))
+}
+
+/// A short span: `850ms`, `4.2s`, `3m10s`, `2h5m`.
+fn format_span(d: Duration) -> String {
+    let ms = d.as_millis();
+    match ms {
+        0..=999 => format!("{ms}ms"),
+        1_000..=59_999 => format!("{:.1}s", d.as_secs_f64()),
+        60_000..=3_599_999 => format!("{}m{}s", ms / 60_000, ms / 1_000 % 60),
+        _ => format!("{}h{}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
 }
 
 #[cfg(test)]
@@ -181,22 +227,29 @@ mod tests {
                 ),
             ],
         )];
-        let all = render(&sections, None, None);
+        let now = parse_rfc3339("2026-11-26T12:00:05Z").expect("time");
+        let all = render(&sections, None, None, now);
         assert!(all.contains("(2 of 2 shown)"), "{all}");
         assert!(all.contains("<td class=\"down\">down</td>"), "{all}");
         assert!(all.contains("connection refused"), "{all}");
-        assert!(all.contains("<td>2026-11-26T12:00:15Z</td>"), "{all}");
+        assert!(
+            all.contains("<span title=\"2026-11-26T12:00:15Z\">in 10.0s</span>"),
+            "{all}"
+        );
+        assert!(all.contains(">5.0s ago</span>"), "{all}");
         assert!(all.contains("<td>subtracted (2.0 KiB state)</td>"), "{all}");
         assert!(all.contains("service_name=&quot;&lt;db&gt;&quot;"), "{all}");
         assert!(!all.contains("__address__"), "private labels are not shown");
 
-        let down = render(&sections, Some("down"), None);
+        let down = render(&sections, Some("down"), None, now);
         assert!(
             down.contains("(1 of 2 shown)") && !down.contains("http://a:1"),
             "{down}"
         );
-        let q = render(&sections, None, Some("api"));
+        let q = render(&sections, None, Some("api"), now);
         assert!(q.contains("http://a:1") && !q.contains("http://b:2"), "{q}");
-        assert!(render(&[], None, None).contains("No component scrapes targets."));
+        assert!(q.contains("<input name=\"q\" value=\"api\""), "{q}");
+        assert!(down.contains("<option value=\"down\" selected>"), "{down}");
+        assert!(render(&[], None, None, now).contains("No component scrapes targets."));
     }
 }

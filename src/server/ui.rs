@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::response::Html;
 
 use super::AppState;
-use super::component::{STYLE, links, load};
+use super::component::{links, load};
 use crate::html::escape;
 use crate::runtime::{ComponentInfo, LoadOutcome};
 
@@ -23,10 +23,7 @@ pub(super) async fn index(State(state): State<AppState>) -> Html<String> {
 }
 
 fn render(components: &[ComponentInfo], ready: bool, last_load: Option<&LoadOutcome>) -> String {
-    let mut out = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>scraper</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>scraper</h1>\n"
-    );
+    let mut out = super::page::start("Components", "Components");
     let _ = writeln!(
         out,
         "<p>{} &middot; {} component(s) &middot; <a href=\"/explore\">explore profiles</a> \
@@ -60,7 +57,7 @@ fn render(components: &[ComponentInfo], ready: bool, last_load: Option<&LoadOutc
         }
         out.push_str("</table>\n");
     }
-    out.push_str("</body>\n</html>\n");
+    out.push_str(super::page::END);
     out
 }
 
