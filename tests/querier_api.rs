@@ -594,4 +594,37 @@ fn the_running_scraper_serves_its_store_as_a_pyroscope_querier() {
         false,
     );
     assert_eq!(tree.status, 501, "{}", text(&tree.body));
+    // A span selector is refused whatever the format (pprof output used to drop it).
+    let spans = post(
+        &addr,
+        "SelectMergeStacktraces",
+        "application/proto",
+        q::SelectMergeStacktracesRequest {
+            format: q::ProfileFormat::Pprof as i32,
+            span_selector: vec!["00f067aa0ba902b7".into()],
+            ..select(&w, sel, CPU)
+        }
+        .encode_to_vec(),
+        false,
+    );
+    assert_eq!(spans.status, 501, "{}", text(&spans.body));
+    // max_nodes above upstream's ceiling is refused with upstream's message, not capped.
+    let too_many = post(
+        &addr,
+        "SelectMergeStacktraces",
+        "application/proto",
+        q::SelectMergeStacktracesRequest {
+            max_nodes: Some(2_000_000),
+            ..select(&w, sel, CPU)
+        }
+        .encode_to_vec(),
+        false,
+    );
+    assert_eq!(too_many.status, 400, "{}", text(&too_many.body));
+    let err: serde_json::Value = serde_json::from_slice(&too_many.body).expect("json error");
+    assert_eq!(err["code"], "invalid_argument");
+    assert_eq!(
+        err["message"],
+        "max flamegraph nodes limit 2000000 is greater than allowed 1048576"
+    );
 }

@@ -21,6 +21,7 @@ pub struct RawStacks {
 /// [`RawStacks::function_names`]), inlined callee first as pprof lists them.
 #[derive(Debug, Clone, Copy)]
 pub struct RawLocation<'a> {
+    pub id: u64,
     pub address: u64,
     tables: &'a Tables,
     start: usize,
@@ -92,11 +93,21 @@ impl RawStacks {
     pub fn location(&self, i: usize) -> Option<RawLocation<'_>> {
         let loc = self.tables.locations.get(i)?;
         Some(RawLocation {
+            id: loc.id,
             address: loc.address,
             tables: &self.tables,
             start: loc.lines_start as usize,
             end: loc.lines_end as usize,
         })
+    }
+
+    /// Points every line of every location at function index `index`: for tests of readers
+    /// facing an index the checked tables would never hold.
+    #[cfg(test)]
+    pub(crate) fn set_line_functions(&mut self, index: u32) {
+        for line in &mut self.tables.lines {
+            line.function = index;
+        }
     }
 
     pub fn sample_count(&self) -> usize {

@@ -71,6 +71,9 @@ pub(crate) struct Node {
 pub struct Frames {
     ids: Vec<u32>,
     spans: Vec<(u32, u32)>,
+    /// A location naming a function the profile lacks: [`Batch::read`] returns it, as
+    /// [`NameTree::add_profile`] does, rather than drawing a frame with no name.
+    error: Option<TreeError>,
 }
 
 /// A profile's samples as root-first stacks of name ids with their values, read without the
@@ -92,6 +95,9 @@ impl Batch {
     ) -> Result<(), TreeError> {
         self.ids.clear();
         self.stacks.clear();
+        if let Some(e) = &frames.error {
+            return Err(e.clone());
+        }
         for i in 0..r.sample_count() {
             let (locations, values) = r
                 .read_sample(i)
@@ -246,8 +252,10 @@ impl NameTree {
         };
         // Only the leaf is touched here: totals are summed once, by `finish`, instead of once
         // per frame of every sample (a walk through a tree too big for the cache).
-        self.nodes[leaf as usize].self_value += value;
-        self.grand_total += value;
+        // Values come from outside: a sum that would overflow stays at i64::MAX.
+        let leaf = &mut self.nodes[leaf as usize];
+        leaf.self_value = leaf.self_value.saturating_add(value);
+        self.grand_total = self.grand_total.saturating_add(value);
         self.finished = false;
     }
 
@@ -369,9 +377,15 @@ impl NameTree {
                 if loc.has_lines() {
                     // Caller first: pprof lists the inlined callee first.
                     for f in loc.functions().rev() {
-                        frames
-                            .ids
-                            .push(functions.get(f).copied().unwrap_or(ROOT - 1));
+                        match functions.get(f) {
+                            Some(&id) => frames.ids.push(id),
+                            None => {
+                                frames.error.get_or_insert(TreeError::MissingFunction {
+                                    location: loc.id,
+                                    function: f as u64,
+                                });
+                            }
+                        }
                     }
                 } else {
                     let name = format!("{:x}", loc.address);
@@ -395,15 +409,18 @@ impl NameTree {
         let names: Vec<u32> = other.names.iter().map(|n| self.intern(n)).collect();
         let mut mapped: Vec<u32> = Vec::with_capacity(other.nodes.len());
         mapped.push(0);
-        self.nodes[0].self_value += other.nodes[0].self_value;
+        self.nodes[0].self_value = self.nodes[0]
+            .self_value
+            .saturating_add(other.nodes[0].self_value);
         // Nodes are created after their parent, so a parent is always mapped first.
         for n in &other.nodes[1..] {
             let parent = mapped[n.parent as usize];
             let c = self.child(parent, names[n.name as usize]);
-            self.nodes[c as usize].self_value += n.self_value;
+            let node = &mut self.nodes[c as usize];
+            node.self_value = node.self_value.saturating_add(n.self_value);
             mapped.push(c);
         }
-        self.grand_total += other.grand_total;
+        self.grand_total = self.grand_total.saturating_add(other.grand_total);
         self.finished = false;
     }
 
@@ -419,7 +436,7 @@ impl NameTree {
         // Children come after their parent: one backwards pass sums every subtree.
         for i in (1..self.nodes.len()).rev() {
             let (parent, total) = (self.nodes[i].parent as usize, self.nodes[i].total);
-            self.nodes[parent].total += total;
+            self.nodes[parent].total = self.nodes[parent].total.saturating_add(total);
         }
         // Names ranked once, so that sorting children compares integers, not strings.
         let mut order: Vec<u32> = (0..self.names.len() as u32).collect();
@@ -635,6 +652,23 @@ mod tests {
         ));
         let p = profile(&["main"], &[&[1]], &[(&[1], [1, 1])]);
         assert!(NameTree::new().add_profile(&p, 5).is_err());
+    }
+
+    #[test]
+    fn raw_reading_refuses_an_unknown_function_as_add_profile_does() {
+        use prost::Message as _;
+        let p = profile(&["main", "work"], &[&[1], &[2]], &[(&[2, 1], [1, 3])]);
+        let mut r = RawStacks::new();
+        r.load(&p.encode_to_vec(), &crate::pprof::Limits::default())
+            .expect("loads");
+        // The checked tables never hold such an index; the tree must still not invent a name.
+        r.set_line_functions(7);
+        let mut t = NameTree::new();
+        assert!(matches!(
+            t.add_raw(&mut r, 1),
+            Err(TreeError::MissingFunction { function: 7, .. })
+        ));
+        assert!(t.is_empty());
     }
 
     #[test]

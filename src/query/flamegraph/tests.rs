@@ -181,11 +181,39 @@ fn max_nodes_defaults_and_ceiling() {
         (None, Ok(8192)),
         (Some(0), Ok(8192)),
         (Some(10), Ok(10)),
-        (Some(5_000_000), Ok(1_048_576)),
+        (Some(1_048_576), Ok(1_048_576)),
+        // Refused as Pyroscope refuses it, not silently capped.
+        (
+            Some(5_000_000),
+            Err("max flamegraph nodes limit 5000000 is greater than allowed 1048576".to_string()),
+        ),
+        (
+            Some(-1),
+            Err("max flamegraph nodes limit must be set (max allowed 1048576)".to_string()),
+        ),
     ] {
-        assert_eq!(effective_max_nodes(given), want);
+        assert_eq!(effective_max_nodes(given), want, "{given:?}");
     }
-    assert!(effective_max_nodes(Some(-1)).is_err());
+}
+
+#[test]
+fn values_near_i64_max_saturate_instead_of_overflowing() {
+    let big = i64::MAX - 1;
+    let mut t = tree(&[(&["a", "b"], big), (&["a", "c"], big), (&["d"], big)]);
+    assert_eq!(t.total(), i64::MAX);
+    let fg = flame_graph(&mut t, 0);
+    assert_eq!(fg.total, i64::MAX);
+    let mut other = tree(&[(&["a"], big)]);
+    t.merge(&other);
+    assert_eq!(t.total(), i64::MAX);
+    let fg = flame_graph(&mut t, 1);
+    assert_eq!(fg.total, i64::MAX);
+    let d = flame_graph_diff(&mut t, &mut other, 1);
+    assert_eq!(d.total, i64::MAX);
+    let d = flame_graph_diff(&mut t, &mut other, 0);
+    assert_eq!(d.left_ticks, i64::MAX);
+    // Saturated geometry may not decode, but reading it must not panic.
+    let _ = decode_stacks(&d.names, &d.levels, 7, 0, 2);
 }
 
 #[test]

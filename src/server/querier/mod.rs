@@ -51,9 +51,55 @@ fn call<Req: Message + Default, Resp: Message>(
     f(req).map(|r| r.encode_to_vec())
 }
 
-/// Answers `method` from `stores` (blocking).
+/// One served method: answers a request body from the stores (blocking).
+type Handler = fn(&str, &Stores, &TypeCache, &[u8]) -> Result<Vec<u8>, ConnectError>;
+
+/// Every served method with its handler: the one list both routing and the "served" list of
+/// the unknown-method error read.
+const METHODS: [(&str, Handler); 9] = [
+    ("ProfileTypes", |m, s, t, b| {
+        call(m, b, |r| catalog::profile_types(s, t, r))
+    }),
+    ("LabelNames", |m, s, t, b| {
+        call(m, b, |r| catalog::label_names(s, t, r))
+    }),
+    ("LabelValues", |m, s, t, b| {
+        call(m, b, |r| catalog::label_values(s, t, r))
+    }),
+    ("Series", |m, s, t, b| call(m, b, |r| catalog::series(s, t, r))),
+    ("GetProfileStats", |m, s, _, b| {
+        call(
+            m,
+            b,
+            |_: crate::protocols::pyroscope::proto::types::v1::GetProfileStatsRequest| {
+                catalog::profile_stats(s)
+            },
+        )
+    }),
+    ("SelectMergeStacktraces", |m, s, _, b| {
+        call(m, b, |r| select::select_merge_stacktraces(s, r))
+    }),
+    ("SelectMergeProfile", |m, s, _, b| {
+        // The answer is already an encoded pprof, not a message to encode.
+        use crate::protocols::pyroscope::proto::querier::v1::SelectMergeProfileRequest;
+        let req = SelectMergeProfileRequest::decode(b)
+            .map_err(|e| ConnectError::invalid(format!("unmarshal {m} request: {e}")))?;
+        select::select_merge_profile(s, req)
+    }),
+    ("SelectSeries", |m, s, _, b| {
+        call(m, b, |r| select::select_series(s, r))
+    }),
+    ("Diff", |m, s, _, b| call(m, b, |r| select::diff(s, r))),
+];
+
+fn handler(method: &str) -> Option<Handler> {
+    METHODS.iter().find(|(m, _)| *m == method).map(|(_, h)| *h)
+}
+
+/// Answers `method` with `handler` from `stores` (blocking).
 fn dispatch(
     method: &str,
+    handler: Handler,
     stores: &Stores,
     types: &TypeCache,
     body: &[u8],
@@ -64,33 +110,7 @@ fn dispatch(
             "no pyroscope.store component is running: the querier reads the stores of this process",
         ));
     }
-    match method {
-        "ProfileTypes" => call(method, body, |r| catalog::profile_types(stores, types, r)),
-        "LabelNames" => call(method, body, |r| catalog::label_names(stores, types, r)),
-        "LabelValues" => call(method, body, |r| catalog::label_values(stores, types, r)),
-        "Series" => call(method, body, |r| catalog::series(stores, types, r)),
-        "GetProfileStats" => call(
-            method,
-            body,
-            |_: crate::protocols::pyroscope::proto::types::v1::GetProfileStatsRequest| {
-                catalog::profile_stats(stores)
-            },
-        ),
-        "SelectMergeStacktraces" => call(method, body, |r| {
-            select::select_merge_stacktraces(stores, r)
-        }),
-        "SelectMergeProfile" => {
-            use crate::protocols::pyroscope::proto::querier::v1::SelectMergeProfileRequest;
-            let req = SelectMergeProfileRequest::decode(body)
-                .map_err(|e| ConnectError::invalid(format!("unmarshal {method} request: {e}")))?;
-            select::select_merge_profile(stores, req)
-        }
-        "SelectSeries" => call(method, body, |r| select::select_series(stores, r)),
-        "Diff" => call(method, body, |r| select::diff(stores, r)),
-        _ => Err(ConnectError::unimplemented(format!(
-            "unknown method {SERVICE}/{method}"
-        ))),
-    }
+    handler(method, stores, types, body)
 }
 
 /// `POST /querier.v1.QuerierService/{method}`.
@@ -104,28 +124,18 @@ pub(super) async fn handle(
         return ConnectError::unimplemented(format!("{SERVICE}/{method} is not served: {why}"))
             .into_response();
     }
-    const KNOWN: [&str; 9] = [
-        "ProfileTypes",
-        "LabelNames",
-        "LabelValues",
-        "Series",
-        "GetProfileStats",
-        "SelectMergeStacktraces",
-        "SelectMergeProfile",
-        "SelectSeries",
-        "Diff",
-    ];
-    if !KNOWN.contains(&method.as_str()) {
+    let Some(handler) = handler(&method) else {
         // Connect clients read a 404 as `unimplemented`; the body says which method.
+        let served: Vec<&str> = METHODS.iter().map(|(m, _)| *m).collect();
         return ConnectError {
             status: Some(404),
             ..ConnectError::unimplemented(format!(
                 "unknown method {SERVICE}/{method}; served: {}",
-                KNOWN.join(", ")
+                served.join(", ")
             ))
         }
         .into_response();
-    }
+    };
     let body = match connect::request_body(&headers, &body) {
         Ok(b) => b,
         Err(e) => return e.into_response(),
@@ -135,7 +145,7 @@ pub(super) async fn handle(
     let started = std::time::Instant::now();
     let method_name = method.clone();
     let result = crate::runtime::task::spawn_blocking("server.querier", move || {
-        dispatch(&method_name, &stores, &types, &body)
+        dispatch(&method_name, handler, &stores, &types, &body)
     })
     .await
     .unwrap_or_else(|e| {
@@ -148,5 +158,23 @@ pub(super) async fn handle(
     match result {
         Ok(message) => connect::response(&headers, message),
         Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn methods_are_listed_once_and_apart_from_the_unserved() {
+        let mut names: Vec<&str> = METHODS.iter().map(|(m, _)| *m).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), METHODS.len());
+        for (m, _) in NOT_SERVED {
+            assert!(handler(m).is_none(), "{m}");
+        }
+        assert!(handler("Diff").is_some());
+        assert!(handler("Nope").is_none());
     }
 }

@@ -19,7 +19,8 @@ pub struct Range {
     pub end_ms: i64,
 }
 
-/// Far enough in the future for "no end", near enough to stay a valid time everywhere.
+/// Far enough in the future for "no end" (profiles stamped ahead of this clock count too),
+/// near enough to stay a valid time everywhere.
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 pub fn range(start: i64, end: i64) -> Result<Range, ConnectError> {
@@ -143,7 +144,12 @@ mod tests {
         assert_eq!(r.to, UNIX_EPOCH + Duration::from_millis(2_001));
         let open = range(0, 0).expect("valid");
         assert_eq!(open.from, UNIX_EPOCH);
-        assert!(open.to > SystemTime::now());
+        // Open means open: a profile stamped a year ahead (a skewed clock) is still inside.
+        assert!(open.to > SystemTime::now() + Duration::from_secs(365 * 86_400));
+        assert_eq!(open.start_ms, 0);
+        let from_start = range(0, 2_000).expect("valid");
+        assert_eq!(from_start.from, UNIX_EPOCH);
+        assert_eq!(from_start.end_ms, 2_000);
         assert!(range(5, 4).is_err());
         assert!(range(-1, 4).is_err());
     }

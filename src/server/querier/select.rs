@@ -176,6 +176,13 @@ pub fn select_merge_stacktraces(
     req: q::SelectMergeStacktracesRequest,
 ) -> Result<q::SelectMergeStacktracesResponse, ConnectError> {
     let max_nodes = effective_max_nodes(req.max_nodes).map_err(ConnectError::invalid)?;
+    // Checked on the request as sent: SelectMergeProfileRequest has no span selector, so the
+    // pprof path below would drop one unseen.
+    unsupported_selectors(
+        &req.profile_id_selector,
+        &req.trace_id_selector,
+        &req.span_selector,
+    )?;
     match format(req.format)? {
         Format::FlameGraph => {
             let mut tree = tree(stores, &req)?;
@@ -396,5 +403,23 @@ mod tests {
         );
         assert!(unsupported_selectors(&[], &[], &["00f067aa0ba902b7".into()]).is_err());
         assert!(unsupported_selectors(&[], &[String::new()], &[]).is_ok());
+    }
+
+    #[test]
+    fn a_span_selector_is_refused_with_pprof_output_too() {
+        let stores = Stores::new(Vec::new());
+        for format in [q::ProfileFormat::Flamegraph, q::ProfileFormat::Pprof] {
+            let req = q::SelectMergeStacktracesRequest {
+                profile_type_id: "process_cpu:cpu:nanoseconds:cpu:nanoseconds".into(),
+                label_selector: "{}".into(),
+                start: 1,
+                end: 2,
+                format: format as i32,
+                span_selector: vec!["00f067aa0ba902b7".into()],
+                ..Default::default()
+            };
+            let e = select_merge_stacktraces(&stores, req).expect_err("span selector refused");
+            assert_eq!(e.code, Code::Unimplemented, "{format:?}: {}", e.message);
+        }
     }
 }
