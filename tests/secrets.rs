@@ -199,6 +199,19 @@ async fn secrets_never_appear_in_logs_api_ui_or_metrics() {
         .expect("reload");
     assert!(!reload.status().is_success());
     assert_clean("the reload error", &reload.text().await.expect("body"));
+    // The failed load's error is now shown on the overview and on every component page
+    // (quoting the config around the fault): each is read again and checked.
+    for page in pages
+        .iter()
+        .filter(|p| *p == "/" || p.starts_with("/components/"))
+    {
+        let body = s.get(page).await;
+        assert!(
+            body.contains("<span class=\"unhealthy\">failed</span>"),
+            "{page} should show the failed reload:\n{body}"
+        );
+        assert_clean(&format!("{page} after the broken reload"), &body);
+    }
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     assert_clean("the logs", &s.logs());

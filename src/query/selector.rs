@@ -350,4 +350,26 @@ mod tests {
             assert!(e.message.starts_with(msg), "{sel}: {e}");
         }
     }
+
+    #[test]
+    fn reads_the_escapes_the_explorer_writes() {
+        // The same written forms as ui/src/selector.test.js: the explorer's quote() must give
+        // back these values when the server reads them.
+        let cases = [
+            (r#"{v="line\nbreak"}"#, "line\nbreak"),
+            (r#"{v="tab\there"}"#, "tab\there"),
+            (r#"{v="back\\slash"}"#, "back\\slash"),
+            (r#"{v="cr\rx"}"#, "cr\rx"),
+            (r#"{v="q\"uote"}"#, "q\"uote"),
+            (r#"{v="it's"}"#, "it's"),
+            (r#"{v="\\n literally"}"#, "\\n literally"),
+            (r#"{v='x\'y'}"#, "x'y"),
+            (r#"{v=`raw\n`}"#, "raw\\n"),
+        ];
+        for (written, want) in cases {
+            let sel = Selector::parse(written).expect(written);
+            assert_eq!(sel.matchers[0].value, want, "{written}");
+        }
+        assert!(Selector::parse(r#"{v="\q"}"#).is_err());
+    }
 }

@@ -26,3 +26,33 @@ test('adds, replaces and removes one label', () => {
   assert.equal(equalityValue('{service_name="app", region=~"eu"}', 'service_name'), 'app');
   assert.equal(equalityValue('{service_name="app", region=~"eu"}', 'region'), '');
 });
+
+test('values round-trip with the escapes the server reads', () => {
+  // Each value as the server's parser (src/query/selector.rs) reads it from the written form.
+  const cases = [
+    ['line\nbreak', '{v="line\\nbreak"}'],
+    ['tab\there', '{v="tab\\there"}'],
+    ['back\\slash', '{v="back\\\\slash"}'],
+    ['cr\rx', '{v="cr\\rx"}'],
+    ['q"uote', '{v="q\\"uote"}'],
+    ["it's", '{v="it\'s"}'],
+    ['\\n literally', '{v="\\\\n literally"}'],
+  ];
+  for (const [value, written] of cases) {
+    assert.equal(withLabel('{}', 'v', value), written, JSON.stringify(value));
+    assert.equal(equalityValue(written, 'v'), value, written);
+  }
+});
+
+test('reads strings as the server does', () => {
+  const cases = [
+    ['{a="x\\ny"}', 'x\ny'],
+    ['{a="x\\ty"}', 'x\ty'],
+    ["{a='x\\'y'}", "x'y"],
+    ['{a=`raw\\n`}', 'raw\\n'],
+    ['{a="x,y}"}', 'x,y}'],
+  ];
+  for (const [q, want] of cases) assert.deepEqual(parseSelector(q), [{ name: 'a', op: '=', value: want }], q);
+  // The server refuses unknown escapes and unterminated strings: not a selector here either.
+  for (const bad of ['{a="\\q"}', '{a="x}', '{a=`x}']) assert.equal(parseSelector(bad), null, bad);
+});

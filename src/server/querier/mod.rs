@@ -66,7 +66,9 @@ const METHODS: [(&str, Handler); 9] = [
     ("LabelValues", |m, s, t, b| {
         call(m, b, |r| catalog::label_values(s, t, r))
     }),
-    ("Series", |m, s, t, b| call(m, b, |r| catalog::series(s, t, r))),
+    ("Series", |m, s, t, b| {
+        call(m, b, |r| catalog::series(s, t, r))
+    }),
     ("GetProfileStats", |m, s, _, b| {
         call(
             m,
