@@ -122,10 +122,29 @@ impl fmt::Display for Selector {
             if i > 0 {
                 f.write_str(", ")?;
             }
-            write!(f, "{}{}{:?}", m.name, m.op.as_str(), m.value)?;
+            write!(f, "{}{}\"", m.name, m.op.as_str())?;
+            write_escaped(f, &m.value)?;
+            f.write_str("\"")?;
         }
         f.write_str("}")
     }
+}
+
+/// A value between double quotes as our parser and Go's `strconv.Unquote` (Pyroscope's) both
+/// read it back: the five escapes they share, every other character as itself (`{:?}` would
+/// write `\u{1}`, which neither reads).
+fn write_escaped(f: &mut fmt::Formatter<'_>, value: &str) -> fmt::Result {
+    for c in value.chars() {
+        match c {
+            '\n' => f.write_str("\\n")?,
+            '\t' => f.write_str("\\t")?,
+            '\r' => f.write_str("\\r")?,
+            '\\' => f.write_str("\\\\")?,
+            '"' => f.write_str("\\\"")?,
+            c => fmt::Write::write_char(f, c)?,
+        }
+    }
+    Ok(())
 }
 
 struct Parser<'a> {
@@ -271,6 +290,25 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn display_round_trips_every_character() {
+        for value in [
+            "plain",
+            "a\"b",
+            "back\\slash",
+            "new\nline\ttab\rcr",
+            "ctl\u{1}x",
+            "é✓",
+        ] {
+            let sel = Selector {
+                matchers: vec![Matcher::new("k", MatchOp::Eq, value).expect("matcher")],
+            };
+            let text = sel.to_string();
+            let back = Selector::parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(back.matchers[0].value, value, "{text}");
+        }
+    }
 
     fn labels(pairs: &[(&'static str, &'static str)]) -> Vec<(String, String)> {
         pairs
