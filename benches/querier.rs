@@ -328,7 +328,7 @@ fn scenario(program: &Program, shape: &Shape, rng: &mut Rng) {
         from: start,
         to: end,
     };
-    let stores = Stores::new(vec![Arc::new(db)]);
+    let stores = Stores::new(vec![("pyroscope.store.bench".to_string(), Arc::new(db))]);
     let mut times = Vec::new();
     let mut shape = (0, 0, 0);
     for _ in 0..RUNS {

@@ -17,6 +17,7 @@ use server_support::{BIN, Scraper};
 use store_support::{labels, profile};
 
 const CPU: &str = "process_cpu:cpu:nanoseconds:cpu:nanoseconds";
+const SAMPLES: &str = "process_cpu:samples:count:cpu:nanoseconds";
 /// CPU nanoseconds in every profile: one second of CPU per 15 s profile.
 const CPU_NS: i64 = 1_000_000_000;
 
@@ -278,20 +279,24 @@ async fn explore_endpoints_answer_from_every_open_store() {
         "{catalog}; logs:\n{}",
         c.scraper.logs()
     );
+    // The types the stored profiles really have (samples/count and cpu/nanoseconds), as the
+    // querier API lists them, not a table of what a `process_cpu` series usually holds.
     assert_eq!(
         catalog["profile_types"],
-        serde_json::json!([{
-            "id": CPU, "name": "process_cpu", "sample_type": "cpu", "sample_unit": "nanoseconds",
-            "period_type": "cpu", "period_unit": "nanoseconds",
-        }])
+        serde_json::json!([
+            {"id": CPU, "name": "process_cpu", "sample_type": "cpu", "sample_unit": "nanoseconds",
+             "period_type": "cpu", "period_unit": "nanoseconds"},
+            {"id": SAMPLES, "name": "process_cpu", "sample_type": "samples", "sample_unit": "count",
+             "period_type": "cpu", "period_unit": "nanoseconds"},
+        ])
     );
     assert_eq!(
         catalog["series"],
         serde_json::json!([
             {"labels": {"__delta__": "false", "__name__": "process_cpu", "instance": "10.0.0.1:6060", "service_name": "app"},
-             "profile_types": [CPU]},
+             "profile_types": [CPU, SAMPLES]},
             {"labels": {"__delta__": "false", "__name__": "process_cpu", "instance": "10.0.0.2:6060", "service_name": "worker"},
-             "profile_types": [CPU]},
+             "profile_types": [CPU, SAMPLES]},
         ])
     );
     // A range with nothing in it has no series, and is no error.
@@ -336,6 +341,25 @@ async fn explore_endpoints_answer_from_every_open_store() {
     assert_eq!(
         both["points"],
         serde_json::json!([[from, 6.0 * CPU_NS as f64 / 60.0]])
+    );
+
+    // 3. The flame graph over both stores: every profile, each store's series.
+    let (status, fg) = c
+        .json(&format!(
+            "/api/v0/explore/flamegraph?type={}&from={from}&to={to}",
+            enc(CPU)
+        ))
+        .await;
+    assert_eq!(status, 200, "{fg}");
+    assert_eq!(fg["total"], 10 * CPU_NS, "{fg}");
+    assert_eq!(
+        (&fg["profiles"], &fg["series"], &fg["measure"], &fg["unit"]),
+        (
+            &serde_json::json!(10),
+            &serde_json::json!(2),
+            &serde_json::json!("per_second"),
+            &serde_json::json!("nanoseconds")
+        )
     );
 
     // 4. The diff report: byte for byte what `scraper diff --html` wrote.
@@ -450,6 +474,14 @@ async fn explore_endpoints_answer_from_every_open_store() {
             format!("/api/v0/marks?from={to}&to={from}"),
             "to must be after from",
         ),
+        (
+            format!("/api/v0/explore/flamegraph?type=process_cpu&from={from}&to={to}&max_nodes=x"),
+            "invalid max_nodes \"x\"",
+        ),
+        (
+            format!("/api/v0/explore/flamegraph?type=process_cpu&from={to}&to={from}"),
+            "to must be after from",
+        ),
     ] {
         let (status, body) = c.json(&path).await;
         assert_eq!(status, 400, "{path}: {body}");
@@ -487,6 +519,7 @@ async fn without_a_store_the_explorer_says_so() {
     for path in [
         "/api/v0/explore/catalog?from=1&to=2",
         "/api/v0/explore/timeline?type=process_cpu&from=1&to=2",
+        "/api/v0/explore/flamegraph?type=process_cpu&from=1&to=2",
         "/api/v0/marks?from=1&to=2",
     ] {
         let (status, body) = c.json(path).await;

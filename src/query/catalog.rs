@@ -35,34 +35,6 @@ pub fn has_type(labels: &[(String, String)], ty: &ProfileType) -> bool {
     }
 }
 
-/// The profile type IDs a series named `name` holds, as Pyroscope lists them for Go's
-/// profiles; a name not known here is its own ID (its sample type is then the profile's own).
-/// The local store keeps only `__name__`, so this is the convention, not a reading of the
-/// profiles: a memory series from a Go program has all four memory types.
-pub fn type_ids(name: &str) -> Vec<String> {
-    let ids: &[&str] = match name {
-        "process_cpu" => &["process_cpu:cpu:nanoseconds:cpu:nanoseconds"],
-        "memory" => &[
-            "memory:alloc_objects:count:space:bytes",
-            "memory:alloc_space:bytes:space:bytes",
-            "memory:inuse_objects:count:space:bytes",
-            "memory:inuse_space:bytes:space:bytes",
-        ],
-        "goroutine" | "goroutines" => {
-            return vec![format!("{name}:goroutine:count:goroutine:count")];
-        }
-        "mutex" | "block" => {
-            return vec![
-                format!("{name}:contentions:count:contentions:count"),
-                format!("{name}:delay:nanoseconds:contentions:count"),
-            ];
-        }
-        "" => &[],
-        other => return vec![other.to_string()],
-    };
-    ids.iter().map(|s| s.to_string()).collect()
-}
-
 /// The series grouped by their public labels (`__*` ones dropped), each with its profile
 /// types: what `scraper series` prints, sorted.
 pub fn group_series(sets: &[LabelSet]) -> BTreeMap<LabelSet, BTreeSet<String>> {
@@ -277,31 +249,5 @@ mod tests {
         );
         let cpu = ProfileType::parse("process_cpu").expect("type");
         assert_eq!(sets.iter().filter(|s| has_type(s, &cpu)).count(), 3);
-    }
-
-    #[test]
-    fn type_ids_parse_back_to_their_name() {
-        for name in [
-            "process_cpu",
-            "memory",
-            "goroutine",
-            "mutex",
-            "block",
-            "custom",
-        ] {
-            let ids = type_ids(name);
-            assert!(!ids.is_empty(), "{name}");
-            for id in ids {
-                let ty = ProfileType::parse(&id).expect("parses");
-                assert_eq!(ty.name, name, "{id}");
-                if name != "custom" {
-                    assert_eq!(ty.id(), id);
-                }
-            }
-        }
-        // The default type of a bare name is among them.
-        let memory = ProfileType::parse("memory").expect("type").id();
-        assert!(type_ids("memory").contains(&memory));
-        assert!(type_ids("").is_empty());
     }
 }

@@ -34,43 +34,6 @@ impl LocalSource {
     pub fn from_db(db: Arc<Db>) -> LocalSource {
         LocalSource { db }
     }
-
-    /// Calls `each` with every profile `query` selects in its range: its series id, the time
-    /// it was stored under and the sum of its values of the query's sample type (what a
-    /// timeline plots). Profiles that do not decode or lack the type are skipped, as
-    /// [`ProfileSource::select_merge`] skips them; returns how many were.
-    pub fn totals(
-        &self,
-        query: &Query,
-        each: &mut dyn FnMut(u64, SystemTime, i64),
-    ) -> Result<usize, QueryError> {
-        let filter = |labels: &[(String, String)]| selects(query, labels);
-        let limits = crate::pprof::Limits::default();
-        let mut skipped = 0usize;
-        self.db
-            .select(&filter, query.from, query.to, &mut |s, at, bytes| {
-                match crate::pprof::decode(bytes, &limits)
-                    .map_err(|e| QueryError::Merge(e.to_string()))
-                    .and_then(|p| reduce_to(p, &query.profile_type))
-                {
-                    Ok(p) => {
-                        let total = p
-                            .sample
-                            .iter()
-                            .map(|s| s.value.first().copied().unwrap_or(0))
-                            .fold(0i64, i64::saturating_add);
-                        each(s.id, at, total);
-                    }
-                    Err(e) => {
-                        tracing::debug!(error = %e, series = s.id, "skipping a stored profile");
-                        skipped += 1;
-                    }
-                }
-                Ok(())
-            })
-            .map_err(|e| QueryError::Store(e.to_string()))?;
-        Ok(skipped)
-    }
 }
 
 /// Whether a stored series with `labels` is one `query` reads.

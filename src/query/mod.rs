@@ -7,17 +7,16 @@
 //! * [`catalog`]: what a source holds (label sets, values) and "did you mean" hints.
 //! * [`local`]: the source backed by a store directory.
 //! * [`remote`]: the source backed by `querier.v1.QuerierService`.
-//! * [`multi`]: several local stores read as one (the running scraper's explorer).
 //! * [`tree`] and [`flamegraph`]: stacks by function name and Pyroscope's flame graph
 //!   encodings of them, for the querier `scraper run` serves.
-//! * [`stores`]: queries over the stores open in the running scraper (flame graph trees,
-//!   per-profile totals, merged pprof), decoding on worker threads; [`types`]: their series'
+//! * [`stores`]: the stores open in the running scraper read as one, for its querier API and
+//!   explorer (flame graph trees and per-profile totals decoded on worker threads, and a
+//!   [`source::ProfileSource`] for merged pprof, marks and series); [`types`]: their series'
 //!   profile types as Pyroscope labels them.
 
 pub mod catalog;
 pub mod flamegraph;
 pub mod local;
-pub mod multi;
 pub mod remote;
 pub mod selector;
 pub mod source;

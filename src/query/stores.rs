@@ -1,6 +1,13 @@
-//! Queries over the stores open in a running scraper (every `pyroscope.store`), for the
-//! querier API and the explorer that `scraper run` serves. Blocking: call from a blocking
-//! context.
+//! Queries over the stores open in a running scraper (every `pyroscope.store`) read as one,
+//! for the querier API and the explorer that `scraper run` serves. Blocking: call from a
+//! blocking context.
+//!
+//! Besides what the querier needs (call trees, per-profile totals, the time span), [`Stores`]
+//! is a [`ProfileSource`], so the explorer's downloads and diff are built by the same steps as
+//! `scraper query`, `pgo` and `diff`: with one store, the merged pprof is the one
+//! `scraper query --store` writes from it. Series of different stores are counted apart even
+//! when their labels are equal (each store scraped its own copy); marks are recorded in every
+//! store by `POST /api/v0/marks`, so the same (name, time) found in several is reported once.
 //!
 //! The same rules as `scraper query --store` ([`super::local`]): a series is read when its
 //! `__name__` is the profile type's name and the selector matches its labels; a profile that
@@ -20,11 +27,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::catalog::LabelSet;
 use super::local::{LocalSource, selects};
-use super::source::{Merged, ProfileSource, ProfileType, Query, QueryError};
+use super::selector::Selector;
+use super::source::{Mark, Merged, ProfileSource, ProfileType, Query, QueryError};
 use super::tree::{Batch, NameTree};
 use crate::pprof::proto::Profile;
 use crate::pprof::stacks::RawStacks;
-use crate::store::Db;
+use crate::store::{Db, OpenStores};
 
 /// Decoding threads per query; the machine's parallelism, at most this.
 const MAX_WORKERS: usize = 4;
@@ -42,14 +50,18 @@ pub struct Selection {
 /// One profile's total of the query's sample type.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProfileTotal {
+    /// The series, numbered within one answer: series of different stores have different
+    /// numbers even when their labels are equal.
+    pub series: usize,
     pub labels: Arc<LabelSet>,
     pub at: SystemTime,
     pub total: i64,
 }
 
-/// The stores a query reads.
+/// The stores a query reads, sorted by component id (`pyroscope.store.local`).
 #[derive(Clone, Debug, Default)]
 pub struct Stores {
+    ids: Vec<String>,
     dbs: Vec<Arc<Db>>,
 }
 
@@ -95,8 +107,28 @@ struct Done<S> {
 }
 
 impl Stores {
-    pub fn new(dbs: Vec<Arc<Db>>) -> Stores {
-        Stores { dbs }
+    /// Stores by component id.
+    pub fn new(mut stores: Vec<(String, Arc<Db>)>) -> Stores {
+        // The registry's order is the order of registration, which a reload changes: sorted,
+        // answers (and the ids listed) do not depend on it.
+        stores.sort_by(|a, b| a.0.cmp(&b.0));
+        let (ids, dbs) = stores.into_iter().unzip();
+        Stores { ids, dbs }
+    }
+
+    /// Every store open in this process.
+    pub fn running(open: &OpenStores) -> Stores {
+        Stores::new(
+            open.running()
+                .into_iter()
+                .map(|s| (s.component_id, s.db))
+                .collect(),
+        )
+    }
+
+    /// The component ids, in order.
+    pub fn ids(&self) -> &[String] {
+        &self.ids
     }
 
     pub fn is_empty(&self) -> bool {
@@ -105,6 +137,11 @@ impl Stores {
 
     pub fn dbs(&self) -> &[Arc<Db>] {
         &self.dbs
+    }
+
+    /// Each store as `scraper query --store` reads it.
+    fn sources(&self) -> impl Iterator<Item = LocalSource> + '_ {
+        self.dbs.iter().map(|db| LocalSource::from_db(db.clone()))
     }
 
     /// Runs `work` on every decoded profile of `query` on worker threads, each with its own
@@ -257,7 +294,8 @@ impl Stores {
         }))
     }
 
-    /// Every profile of `query` with its total value, in no particular order.
+    /// Every profile of `query` with its total value, in no particular order. Profiles that
+    /// do not decode or lack the sample type are skipped.
     pub fn totals(&self, query: &Query) -> Result<Vec<ProfileTotal>, QueryError> {
         let decoded = self.decode_all(
             query,
@@ -280,6 +318,7 @@ impl Stores {
             .into_iter()
             .flatten()
             .map(|(series, at, total)| ProfileTotal {
+                series,
                 labels: table[series].clone(),
                 at,
                 total,
@@ -287,32 +326,8 @@ impl Stores {
             .collect())
     }
 
-    /// The merged pprof of `query`, as `scraper query --store` builds it, over every store.
-    pub fn merge(&self, query: &Query) -> Result<Option<Merged>, QueryError> {
-        let mut parts = Vec::new();
-        for db in &self.dbs {
-            if let Some(m) = LocalSource::from_db(db.clone()).select_merge(query, &mut |_, _| {})? {
-                parts.push(m);
-            }
-        }
-        match parts.len() {
-            0 => Ok(None),
-            1 => Ok(parts.pop()),
-            _ => {
-                let profiles: Vec<Profile> = parts.iter().map(|m| m.profile.clone()).collect();
-                let profile =
-                    crate::pprof::merge(&profiles).map_err(|e| QueryError::Merge(e.to_string()))?;
-                Ok(Some(Merged {
-                    profile,
-                    profiles: parts.iter().map(|m| m.profiles).sum(),
-                    series: parts.iter().map(|m| m.series).sum(),
-                }))
-            }
-        }
-    }
-
     /// The stored series with profiles in `[from, to)`: `(store index, id, labels)`.
-    pub fn series(
+    pub fn series_in(
         &self,
         from: SystemTime,
         to: SystemTime,
@@ -342,5 +357,158 @@ impl Stores {
             }
         }
         Ok(span)
+    }
+}
+
+impl ProfileSource for Stores {
+    /// The merged pprof of `query`, as `scraper query --store` builds it, over every store;
+    /// one store's answer is passed on untouched (the same bytes).
+    fn select_merge(
+        &self,
+        query: &Query,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Option<Merged>, QueryError> {
+        let mut parts = Vec::new();
+        for source in self.sources() {
+            if let Some(m) = source.select_merge(query, progress)? {
+                parts.push(m);
+            }
+        }
+        if parts.len() <= 1 {
+            return Ok(parts.pop());
+        }
+        let (profiles, series) = (
+            parts.iter().map(|m| m.profiles).sum(),
+            parts.iter().map(|m| m.series).sum(),
+        );
+        let merged: Vec<Profile> = parts.into_iter().map(|m| m.profile).collect();
+        let profile = crate::pprof::merge(&merged).map_err(|e| QueryError::Merge(e.to_string()))?;
+        Ok(Some(Merged {
+            profile,
+            profiles,
+            series,
+        }))
+    }
+
+    fn marks(&self, from: SystemTime, to: SystemTime) -> Result<Vec<Mark>, QueryError> {
+        let mut all = Vec::new();
+        for source in self.sources() {
+            all.extend(source.marks(from, to)?);
+        }
+        all.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.name.cmp(&b.name)));
+        all.dedup();
+        Ok(all)
+    }
+
+    /// Sorted, and a label set several stores hold is listed once.
+    fn series(
+        &self,
+        selector: &Selector,
+        from: SystemTime,
+        to: SystemTime,
+    ) -> Result<Vec<LabelSet>, QueryError> {
+        let mut all = Vec::new();
+        for source in self.sources() {
+            all.extend(source.series(selector, from, to)?);
+        }
+        all.sort();
+        all.dedup();
+        Ok(all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::pprof::proto::{Sample, ValueType};
+
+    const T0: u64 = 1_750_000_000;
+
+    /// A store at `dir` with one CPU profile of `cpu_ns` at `T0 + 10 s` for service `app`,
+    /// and `marks` (name, seconds after `T0`).
+    fn store(dir: &std::path::Path, cpu_ns: i64, marks: &[(&str, u64)]) -> Arc<Db> {
+        let db = Db::open(dir).expect("open");
+        let at = UNIX_EPOCH + Duration::from_secs(T0 + 10);
+        let p = Profile {
+            sample_type: vec![ValueType { r#type: 1, unit: 2 }],
+            sample: vec![Sample {
+                value: vec![cpu_ns],
+                ..Sample::default()
+            }],
+            time_nanos: nanos(at),
+            string_table: ["", "cpu", "nanoseconds"].map(String::from).to_vec(),
+            ..Profile::default()
+        };
+        let labels = vec![
+            ("__name__".to_string(), "process_cpu".to_string()),
+            ("service_name".to_string(), "app".to_string()),
+        ];
+        let stored = crate::profiles::Profile {
+            received_at: at,
+            ..crate::profiles::Profile::new(labels, crate::pprof::encode(&p, 1))
+        };
+        db.append(&[stored]).expect("append");
+        for (name, secs) in marks {
+            db.add_mark(name, UNIX_EPOCH + Duration::from_secs(T0 + secs))
+                .expect("mark");
+        }
+        Arc::new(db)
+    }
+
+    #[test]
+    fn stores_read_as_one_count_their_series_apart_and_marks_once() {
+        let (a, b) = (
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+        );
+        // Given out of order: answers follow the ids.
+        let stores = Stores::new(vec![
+            (
+                "pyroscope.store.b".into(),
+                store(b.path(), 7, &[("deploy", 20), ("rollback", 30)]),
+            ),
+            (
+                "pyroscope.store.a".into(),
+                store(a.path(), 5, &[("deploy", 20), ("start", 1)]),
+            ),
+        ]);
+        assert_eq!(stores.ids(), ["pyroscope.store.a", "pyroscope.store.b"]);
+        let query = Query {
+            selector: Selector::default(),
+            profile_type: ProfileType::parse("process_cpu").expect("type"),
+            from: UNIX_EPOCH + Duration::from_secs(T0),
+            to: UNIX_EPOCH + Duration::from_secs(T0 + 60),
+        };
+
+        let mut totals = stores.totals(&query).expect("totals");
+        totals.sort_by_key(|t| t.total);
+        let got: Vec<i64> = totals.iter().map(|t| t.total).collect();
+        assert_eq!(got, [5, 7]);
+        assert_eq!(totals[0].labels, totals[1].labels);
+        assert_ne!(totals[0].series, totals[1].series, "one series per store");
+
+        let merged = stores
+            .select_merge(&query, &mut |_, _| {})
+            .expect("merge")
+            .expect("some");
+        assert_eq!((merged.profiles, merged.series), (2, 2));
+        let sum: i64 = merged.profile.sample.iter().map(|s| s.value[0]).sum();
+        assert_eq!(sum, 12);
+        let series = stores
+            .series(&Selector::default(), query.from, query.to)
+            .expect("series");
+        assert_eq!(series.len(), 1, "equal label sets are listed once");
+
+        let marks = stores.marks(query.from, query.to).expect("marks");
+        let got: Vec<(&str, u64)> = marks
+            .iter()
+            .map(|m| {
+                let secs = m.at.duration_since(UNIX_EPOCH).expect("after epoch");
+                (m.name.as_str(), secs.as_secs() - T0)
+            })
+            .collect();
+        assert_eq!(got, [("start", 1), ("deploy", 20), ("rollback", 30)]);
     }
 }

@@ -142,7 +142,7 @@ impl TypeCache {
         to: SystemTime,
     ) -> Result<Vec<TypedSeries>, QueryError> {
         let mut out = Vec::new();
-        for (d, id, labels) in stores.series(from, to)? {
+        for (d, id, labels) in stores.series_in(from, to)? {
             let Some(db) = stores.dbs().get(d) else {
                 continue;
             };

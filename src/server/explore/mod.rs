@@ -5,9 +5,9 @@
 //! `{"error": "..."}` with 400 (bad parameter, nothing matched), 404 (no store) or 500.
 //!
 //! One concern per file: `params` (the query string), `error` (statuses and the JSON body),
-//! `stores` (the open stores as one source, read on a blocking thread), then one file per
-//! endpoint: `catalog`, `timeline`, `diff`, `download` (pprof and default.pgo), `marks`, and
-//! `pages` (the HTML and its assets). The answers are computed by the readers layer the
+//! `stores` (the open stores as one source, `query::stores`, read on a blocking thread), then
+//! one file per endpoint: `catalog`, `timeline`, `flamegraph`, `diff`, `download` (pprof and
+//! default.pgo), `marks`, and `pages` (the HTML and its assets). The answers are computed by the readers layer the
 //! command line uses (`query`, `diff`, `pprof::pgo`), so the explorer and `scraper query`,
 //! `pgo` and `diff` agree byte for byte.
 

@@ -106,6 +106,17 @@ impl Params {
         }
     }
 
+    /// A whole number, `None` when absent.
+    pub fn integer(&self, name: &str) -> Result<Option<i64>, ApiError> {
+        self.get(name)
+            .map(|raw| {
+                raw.trim().parse::<i64>().map_err(|_| {
+                    ApiError::bad_request(format!("invalid {name} {raw:?}: expected a number"))
+                })
+            })
+            .transpose()
+    }
+
     /// The query of `type`, `query` and the range with `prefix`.
     pub fn query(&self, prefix: &str, default_type: Option<&str>) -> Result<Query, ApiError> {
         let (from, to) = self.range(prefix)?;
@@ -178,6 +189,15 @@ mod tests {
             r#"{service_name="app"}"#
         );
         assert_eq!(p.seconds("step", 15), Ok(30));
+        assert_eq!(p.integer("step"), Ok(Some(30)));
+        assert_eq!(p.integer("max_nodes"), Ok(None));
+        assert!(
+            Params::of(&[("max_nodes", "x")])
+                .integer("max_nodes")
+                .expect_err("not a number")
+                .message
+                .contains("invalid max_nodes \"x\"")
+        );
         let empty = Params::of(&[]);
         assert_eq!(empty.selector().expect("all").to_string(), "{}");
         assert_eq!(empty.seconds("step", 15), Ok(15));

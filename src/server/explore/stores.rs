@@ -2,24 +2,16 @@
 //! a blocking thread (store reads are blocking).
 
 use super::error::ApiError;
-use crate::query::local::LocalSource;
-use crate::query::multi::Stores;
+use crate::query::stores::Stores;
 use crate::store::OpenStores;
 
 /// The open stores as one source; 404 when there is none.
-pub(super) fn open(stores: &OpenStores) -> Result<Stores, ApiError> {
-    let running = stores.running();
-    if running.is_empty() {
+fn open(stores: &OpenStores) -> Result<Stores, ApiError> {
+    let stores = Stores::running(stores);
+    if stores.is_empty() {
         return Err(ApiError::no_store());
     }
-    let mut sources: Vec<(String, LocalSource)> = running
-        .into_iter()
-        .map(|s| (s.component_id, LocalSource::from_db(s.db)))
-        .collect();
-    // The registry's order is the order of registration, which a reload changes: sort so
-    // that answers (and the ids listed) do not depend on it.
-    sources.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Stores::new(sources))
+    Ok(stores)
 }
 
 /// Runs `read` over the open stores on a blocking thread named `name`.

@@ -128,9 +128,10 @@ pub(super) async fn timeline(
     let measure = Measure::of(&sample_type);
     stores::read("server.explore.timeline", &state.stores, move |s| {
         let mut buckets = Buckets::new(step);
-        s.totals(&q, &mut |key, at, total| {
-            buckets.add(key, millis(at), total)
-        })?;
+        for p in s.totals(&q)? {
+            // By series number, not labels: each store's copy of a series is an instance.
+            buckets.add(p.series, millis(p.at), p.total);
+        }
         let marks = s.marks(q.from, q.to)?.iter().map(MarkJson::from).collect();
         Ok(Timeline {
             unit,

@@ -142,7 +142,7 @@ pub(super) async fn handle(
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
-    let stores = Stores::new(state.stores.running().into_iter().map(|r| r.db).collect());
+    let stores = Stores::running(&state.stores);
     let types = state.types.clone();
     let started = std::time::Instant::now();
     let method_name = method.clone();

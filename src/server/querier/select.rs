@@ -23,7 +23,7 @@ use crate::protocols::pyroscope::wire::Code;
 use crate::query::flamegraph::{
     FlameGraph, FlameGraphDiff, effective_max_nodes, flame_graph, flame_graph_diff,
 };
-use crate::query::source::Query;
+use crate::query::source::{ProfileSource as _, Query};
 use crate::query::stores::Stores;
 use crate::query::tree::NameTree;
 
@@ -98,7 +98,10 @@ fn merged_pprof(
     query: &Query,
     pgo: Option<&PgoOptions>,
 ) -> Result<Option<Profile>, ConnectError> {
-    let Some(merged) = stores.merge(query).map_err(store_error)? else {
+    let Some(merged) = stores
+        .select_merge(query, &mut |_, _| {})
+        .map_err(store_error)?
+    else {
         return Ok(None);
     };
     match pgo {
