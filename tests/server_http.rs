@@ -294,6 +294,13 @@ pyroscope.scrape "app" {{
     );
     let s = Scraper::start(&config);
     let client = reqwest::Client::new();
+    // The server listens before the config is loaded (as Alloy does): the page shows the load's
+    // result once `/-/ready` says it is done.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while get(&client, &s.url("/-/ready")).await.0 != 200 {
+        assert!(std::time::Instant::now() < deadline, "never ready:\n{}", s.logs());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     let (status, index) = get(&client, &s.url("/")).await;
     assert_eq!(status, 200);
