@@ -327,6 +327,7 @@ fn scenario(program: &Program, shape: &Shape, rng: &mut Rng) {
             .expect("type"),
         from: start,
         to: end,
+        exclude_straddling: false,
     };
     let stores = Stores::new(vec![("pyroscope.store.bench".to_string(), Arc::new(db))]);
     let mut times = Vec::new();

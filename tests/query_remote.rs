@@ -123,6 +123,7 @@ fn query(selector: &str, from_ms: i64, to_ms: i64) -> Query {
         profile_type: ProfileType::parse("process_cpu").expect("type"),
         from: at(from_ms),
         to: at(to_ms),
+        exclude_straddling: false,
     }
 }
 

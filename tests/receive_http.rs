@@ -202,6 +202,7 @@ fn stored(store: &Path, selector: &str) -> usize {
         profile_type: ProfileType::parse("process_cpu").expect("type"),
         from: now - Duration::from_secs(3600),
         to: now + Duration::from_secs(60),
+        exclude_straddling: false,
     };
     source
         .select_merge(&q, &mut |_, _| {})

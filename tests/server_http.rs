@@ -298,7 +298,11 @@ pyroscope.scrape "app" {{
     // result once `/-/ready` says it is done.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while get(&client, &s.url("/-/ready")).await.0 != 200 {
-        assert!(std::time::Instant::now() < deadline, "never ready:\n{}", s.logs());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never ready:\n{}",
+            s.logs()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 

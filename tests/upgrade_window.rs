@@ -139,6 +139,7 @@ async fn diff_around_a_mark_shows_cpu_moving_between_functions() {
         profile_type: ProfileType::parse("process_cpu").expect("type"),
         from,
         to,
+        exclude_straddling: false,
     };
     let window = |from: SystemTime, to: SystemTime, label: &str| {
         let m = source

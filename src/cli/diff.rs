@@ -97,6 +97,7 @@ fn query_at(q: &Query, range: Range) -> Query {
     Query {
         from: range.0,
         to: range.1,
+        exclude_straddling: true,
         ..q.clone()
     }
 }

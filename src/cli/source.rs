@@ -95,6 +95,7 @@ impl QueryArgs {
             profile_type,
             from,
             to,
+            exclude_straddling: false,
         })
     }
 }

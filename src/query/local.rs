@@ -94,7 +94,10 @@ impl ProfileSource for LocalSource {
                     // profile's window); one that started before `from` straddles the window's
                     // start and would mix in the previous window (the workload before a mark),
                     // so it belongs to neither.
-                    Ok(p) if p.time_nanos > 0 && p.time_nanos < from_nanos => {}
+                    Ok(p)
+                        if query.exclude_straddling
+                            && p.time_nanos > 0
+                            && p.time_nanos < from_nanos => {}
                     Ok(p) => batch.push(p),
                     Err(e) => {
                         tracing::debug!(error = %e, series = s.id, "skipping a stored profile");

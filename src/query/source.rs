@@ -87,6 +87,11 @@ pub struct Query {
     pub profile_type: ProfileType,
     pub from: SystemTime,
     pub to: SystemTime,
+    /// Leave out profiles that started before `from`: they straddle the range's start and
+    /// would mix in what came before (the workload before a mark), so a diff's windows set it.
+    /// Without it a range holds every profile stored in it, so adjacent ranges (a client's
+    /// 24 h chunks) split the profiles between them and lose none.
+    pub exclude_straddling: bool,
 }
 
 /// The merged answer to a query.

@@ -12,8 +12,8 @@
 //! The same rules as `scraper query --store` ([`super::local`]): a series is read when its
 //! `__name__` is the profile type's name and the selector matches its labels; a profile that
 //! does not decode or lacks the sample type is skipped (the first such error is returned only
-//! when nothing at all could be read); a profile that started before the range belongs to
-//! neither side of it.
+//! when nothing at all could be read); with `exclude_straddling` (a diff's windows) a profile
+//! that started before the range is left out.
 //!
 //! Profiles are decoded on a few worker threads while the store is read on the caller's:
 //! decompressing and decoding is most of a window's cost, and a flame graph or a total needs
@@ -180,9 +180,9 @@ impl Stores {
                                 .load(&bytes, limits)
                                 .map_err(|e| QueryError::Merge(e.to_string()))
                                 .and_then(|()| {
-                                    // Started before the range: it belongs to the window before.
+                                    // Started before the range (a diff's window).
                                     let t = raw.time_nanos();
-                                    if t > 0 && t < from {
+                                    if query.exclude_straddling && t > 0 && t < from {
                                         return Ok(());
                                     }
                                     let index = sample_type_index(
@@ -429,6 +429,16 @@ mod tests {
     /// A store at `dir` with one CPU profile of `cpu_ns` at `T0 + 10 s` for service `app`,
     /// and `marks` (name, seconds after `T0`).
     fn store(dir: &std::path::Path, cpu_ns: i64, marks: &[(&str, u64)]) -> Arc<Db> {
+        store_started(dir, cpu_ns, marks, T0 + 10)
+    }
+
+    /// [`store`], the profile having started at `started` (seconds) and arrived at `T0 + 10`.
+    fn store_started(
+        dir: &std::path::Path,
+        cpu_ns: i64,
+        marks: &[(&str, u64)],
+        started: u64,
+    ) -> Arc<Db> {
         let db = Db::open(dir).expect("open");
         let at = UNIX_EPOCH + Duration::from_secs(T0 + 10);
         let p = Profile {
@@ -437,7 +447,7 @@ mod tests {
                 value: vec![cpu_ns],
                 ..Sample::default()
             }],
-            time_nanos: nanos(at),
+            time_nanos: nanos(UNIX_EPOCH + Duration::from_secs(started)),
             string_table: ["", "cpu", "nanoseconds"].map(String::from).to_vec(),
             ..Profile::default()
         };
@@ -480,6 +490,7 @@ mod tests {
             profile_type: ProfileType::parse("process_cpu").expect("type"),
             from: UNIX_EPOCH + Duration::from_secs(T0),
             to: UNIX_EPOCH + Duration::from_secs(T0 + 60),
+            exclude_straddling: false,
         };
 
         let mut totals = stores.totals(&query).expect("totals");
@@ -510,5 +521,44 @@ mod tests {
             })
             .collect();
         assert_eq!(got, [("start", 1), ("deploy", 20), ("rollback", 30)]);
+    }
+
+    /// A profile that started at `T0 + 8` and arrived at `T0 + 10` is in the range it arrived
+    /// in, so adjacent ranges (a client's 24 h chunks) neither lose nor repeat it; a diff's
+    /// window (`exclude_straddling`) starting at `T0 + 9` leaves it out.
+    #[test]
+    fn adjacent_ranges_split_profiles_and_diff_windows_leave_straddlers_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stores = Stores::new(vec![(
+            "pyroscope.store.a".into(),
+            store_started(dir.path(), 5, &[], T0 + 8),
+        )]);
+        let at = |s: u64| UNIX_EPOCH + Duration::from_secs(T0 + s);
+        let range = |from: u64, to: u64, exclude_straddling: bool| Query {
+            selector: Selector::default(),
+            profile_type: ProfileType::parse("process_cpu").expect("type"),
+            from: at(from),
+            to: at(to),
+            exclude_straddling,
+        };
+        let profiles = |q: &Query| -> usize {
+            let merged = stores.select_merge(q, &mut |_, _| {}).expect("merge");
+            let totals = stores.totals(q).expect("totals").len();
+            let tree = stores.tree(q, &[]).expect("tree");
+            let in_tree = tree.map_or(0, |t| t.profiles);
+            let merged = merged.map_or(0, |m| m.profiles);
+            assert_eq!(
+                (merged, totals),
+                (in_tree, in_tree),
+                "the readers agree on {q:?}"
+            );
+            merged
+        };
+        assert_eq!(
+            profiles(&range(0, 9, false)) + profiles(&range(9, 60, false)),
+            1
+        );
+        assert_eq!(profiles(&range(9, 60, true)), 0);
+        assert_eq!(profiles(&range(8, 60, true)), 1);
     }
 }

@@ -22,8 +22,15 @@ pub(super) async fn diff(
     query: Result<QueryString<HashMap<String, String>>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let params = Params::from_request(query)?;
-    let before = params.query("before_", None)?;
-    let after = params.query("after_", None)?;
+    // As `scraper diff`: a profile straddling a window's start belongs to neither window.
+    let before = Query {
+        exclude_straddling: true,
+        ..params.query("before_", None)?
+    };
+    let after = Query {
+        exclude_straddling: true,
+        ..params.query("after_", None)?
+    };
     let html = stores::read("server.explore.diff", &state.stores, move |s| {
         report(s, &before, &after)
     })

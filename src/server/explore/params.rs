@@ -125,6 +125,7 @@ impl Params {
             profile_type: self.profile_type(default_type)?,
             from,
             to,
+            exclude_straddling: false,
         })
     }
 }

@@ -123,6 +123,7 @@ pub fn query(
             profile_type: ty,
             from: range.from,
             to: range.to,
+            exclude_straddling: false,
         },
         range,
     )))
