@@ -11,14 +11,15 @@
 //!
 //! The same rules as `scraper query --store` ([`super::local`]): a series is read when its
 //! `__name__` is the profile type's name and the selector matches its labels; a profile that
-//! does not decode or lacks the sample type is skipped (the first such error is returned only
-//! when nothing at all could be read); with `exclude_straddling` (a diff's windows) a profile
+//! does not decode is skipped (the first such error is returned only when nothing at all could
+//! be read), one that lacks the sample type is not read (an empty answer, as Pyroscope gives
+//! for a type no series has); with `exclude_straddling` (a diff's windows) a profile
 //! that started before the range is left out.
 //!
 //! Profiles are decoded on a few worker threads while the store is read on the caller's:
 //! decompressing and decoding is most of a window's cost, and a flame graph or a total needs
-//! no merged pprof, so each worker builds its own tree (or totals) and the trees are merged
-//! once at the end.
+//! no merged pprof. Workers share one call tree, locked only to name a profile's frames and
+//! insert its stacks, and keep their own totals.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -104,6 +105,8 @@ struct Decoded<S> {
 struct Done<S> {
     state: S,
     failure: Option<QueryError>,
+    /// Profiles that did not decode.
+    failed: usize,
 }
 
 impl Stores {
@@ -171,6 +174,7 @@ impl Stores {
                         let mut out = Done {
                             state: init(),
                             failure: None,
+                            failed: 0,
                         };
                         let mut raw = RawStacks::new();
                         loop {
@@ -185,14 +189,19 @@ impl Stores {
                                     if query.exclude_straddling && t > 0 && t < from {
                                         return Ok(());
                                     }
-                                    let index = sample_type_index(
-                                        &raw.sample_types(),
-                                        &query.profile_type,
-                                    )?;
+                                    // A profile without the type is not one the query asks
+                                    // for (Pyroscope selects series by type): no answer from
+                                    // it, and no error either.
+                                    let Ok(index) =
+                                        sample_type_index(&raw.sample_types(), &query.profile_type)
+                                    else {
+                                        return Ok(());
+                                    };
                                     work(&mut out.state, series, at, &mut raw, index)
                                 });
                             if let Err(e) = result {
                                 tracing::debug!(error = %e, "skipping a stored profile");
+                                out.failed += 1;
                                 out.failure.get_or_insert(e);
                             }
                         }
@@ -232,12 +241,25 @@ impl Stores {
             read.map(|()| results)
         })?;
         let mut failure = None;
+        let mut failed = 0usize;
         let mut states = Vec::with_capacity(outcome.len());
         for d in outcome {
+            failed += d.failed;
             if failure.is_none() {
                 failure = d.failure;
             }
             states.push(d.state);
+        }
+        if let Some(e) = failure.as_ref().filter(|_| failed > 0) {
+            // Stored profiles that no longer decode are damage someone must look at (the
+            // store's integrity check, a disk problem): said at every query that meets them,
+            // with the answer built from the rest.
+            tracing::warn!(
+                skipped = failed,
+                read = done,
+                first_error = %e,
+                "stored profiles that do not decode were left out of a query"
+            );
         }
         Ok(Decoded {
             states,
@@ -279,7 +301,7 @@ impl Stores {
             // Every profile was skipped: say why rather than answer "nothing".
             return match decoded.failure {
                 Some(e) => Err(e),
-                // Only profiles straddling the range's start.
+                // Only profiles straddling the range's start, or without the sample type.
                 None => Ok(None),
             };
         }
@@ -560,5 +582,14 @@ mod tests {
         );
         assert_eq!(profiles(&range(9, 60, true)), 0);
         assert_eq!(profiles(&range(8, 60, true)), 1);
+
+        // A type the profile does not have: an empty answer, not an error.
+        let other = Query {
+            profile_type: ProfileType::parse("process_cpu:samples:count:cpu:nanoseconds")
+                .expect("type"),
+            ..range(0, 60, false)
+        };
+        assert!(stores.tree(&other, &[]).expect("no error").is_none());
+        assert!(stores.totals(&other).expect("no error").is_empty());
     }
 }
