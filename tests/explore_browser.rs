@@ -252,6 +252,8 @@ async fn explorer_flame_graph_diff_and_targets_in_chromium() {
     let info = scraper(&["pprof", "info", "--top", "50", &merged.to_string_lossy()]);
     let top = top_by_cum(&info);
     let total = ranked_total(&info).unwrap_or_else(|| panic!("no total in:\n{info}"));
+    // What rates are per, as `scraper diff` divides: the time the profiles cover (one instance).
+    let covered = duration_of(&info).unwrap_or_else(|| panic!("no duration in:\n{info}"));
     assert!(
         top.iter().any(|(f, _)| f == "main.alphaWork")
             && top.iter().any(|(f, _)| f == "main.betaWork"),
@@ -264,6 +266,7 @@ async fn explorer_flame_graph_diff_and_targets_in_chromium() {
         "from": from * 1000,
         "to": to * 1000,
         "total": total,
+        "seconds": covered as f64 / 1e9,
         "top": top.iter().take(8).map(|(name, cum)| serde_json::json!({"name": name, "cum": cum})).collect::<Vec<_>>(),
         "mark": "switch to beta",
         "grown": ["main.betaWork"],
@@ -296,6 +299,20 @@ async fn explorer_flame_graph_diff_and_targets_in_chromium() {
         let len = std::fs::metadata(&png).map_or(0, |m| m.len());
         assert!(len > 5_000, "screenshot {} has {len} bytes", png.display());
     }
+}
+
+/// The merged profile's `duration_nanos`, from `pprof info`'s "Time: ... ns, duration N ns".
+fn duration_of(info: &str) -> Option<i64> {
+    let line = info.lines().find(|l| l.starts_with("Time:"))?;
+    let (_, rest) = line.split_once("duration ")?;
+    rest.strip_suffix(" ns")?.trim().parse().ok()
+}
+
+#[test]
+fn pprof_info_duration() {
+    let info = "Period: 1 cpu/nanoseconds\nTime: 1795726207524048747 ns, duration 64033296343 ns\n";
+    assert_eq!(duration_of(info), Some(64_033_296_343));
+    assert_eq!(duration_of("Time: 5 ns\n"), None);
 }
 
 #[test]

@@ -34,7 +34,7 @@ mod window;
 use crate::pprof::proto::Profile;
 
 pub use units::{Measure, format_change, format_rate, format_span, format_value, is_snapshot};
-pub use window::{side_labels, title};
+pub use window::{seconds as window_seconds, side_labels, title};
 
 /// One side of the comparison.
 #[derive(Clone, Debug)]

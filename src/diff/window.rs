@@ -19,10 +19,8 @@ impl Window {
         (from, to): (SystemTime, SystemTime),
         label: &str,
     ) -> Window {
-        let length = to.duration_since(from).unwrap_or_default().as_secs_f64();
         let instances = series.max(1);
-        let covered = profile.duration_nanos as f64 / 1e9 / instances as f64;
-        let seconds = if covered > 0.0 { covered } else { length };
+        let seconds = seconds(profile.duration_nanos, instances, (from, to));
         Window {
             label: format!(
                 "{label}: {} .. {}",
@@ -34,6 +32,19 @@ impl Window {
             profiles,
             profile,
         }
+    }
+}
+
+/// The seconds a window's rates are per: the time its profiles cover per instance
+/// (`duration_nanos` summed over the merged profiles), or the window's length when they do not
+/// say. Profiles that cover less than the window (4 s CPU profiles every 5 s) would otherwise
+/// read low.
+pub fn seconds(duration_nanos: i64, instances: usize, (from, to): (SystemTime, SystemTime)) -> f64 {
+    let covered = duration_nanos as f64 / 1e9 / instances.max(1) as f64;
+    if covered > 0.0 {
+        covered
+    } else {
+        to.duration_since(from).unwrap_or_default().as_secs_f64()
     }
 }
 

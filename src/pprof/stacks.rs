@@ -63,6 +63,11 @@ impl RawStacks {
         self.tables.time_nanos
     }
 
+    /// How long the loaded profile covers (`duration_nanos`; 0 when not set).
+    pub fn duration_nanos(&self) -> i64 {
+        self.tables.duration_nanos
+    }
+
     /// `(type, unit)` of every sample type.
     pub fn sample_types(&self) -> Vec<(&str, &str)> {
         self.tables

@@ -46,6 +46,8 @@ pub struct Selection {
     pub profiles: usize,
     /// Distinct series they came from.
     pub series: usize,
+    /// The time the profiles cover, summed (what `scraper diff` divides rates by).
+    pub duration_nanos: i64,
 }
 
 /// One profile's total of the query's sample type.
@@ -282,21 +284,26 @@ impl Stores {
         let shared = std::sync::Mutex::new(NameTree::with_call_site(call_site));
         let decoded = self.decode_all(
             query,
-            || (Batch::default(), 0usize),
-            |(batch, added), _, _, raw, index| {
+            || (Batch::default(), 0usize, 0i64),
+            |(batch, added, duration), _, _, raw, index| {
                 let frames = crate::sync::lock(&shared).prepare(raw);
                 batch
                     .read(raw, &frames, index)
                     .map_err(|e| QueryError::Merge(e.to_string()))?;
                 crate::sync::lock(&shared).insert_batch(batch);
                 *added += 1;
+                *duration = duration.saturating_add(raw.duration_nanos().max(0));
                 Ok(())
             },
         )?;
         if decoded.profiles == 0 {
             return Ok(None);
         }
-        let added: usize = decoded.states.iter().map(|(_, n)| n).sum();
+        let added: usize = decoded.states.iter().map(|(_, n, _)| n).sum();
+        let duration_nanos = decoded
+            .states
+            .iter()
+            .fold(0i64, |sum, (_, _, d)| sum.saturating_add(*d));
         if added == 0 {
             // Every profile was skipped: say why rather than answer "nothing".
             return match decoded.failure {
@@ -313,6 +320,7 @@ impl Stores {
             tree,
             profiles,
             series: series.len(),
+            duration_nanos,
         }))
     }
 

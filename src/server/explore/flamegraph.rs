@@ -3,7 +3,8 @@
 //!
 //! `names`, `levels`, `total` and `max_self` are exactly Pyroscope's `querier.v1.FlameGraph`
 //! (see `query::flamegraph`), with raw values; `unit`, `measure` (`per_second` for what
-//! accumulates, `average` for snapshots such as `inuse_*`), `seconds` (the window's length),
+//! accumulates, `average` for snapshots such as `inuse_*`), `seconds` (what rates are per: the time the profiles cover per instance, as `scraper diff`
+//! divides by),
 //! `profiles` and `series` let the UI normalise them as `scraper diff` does. An empty window is
 //! an empty flame graph, not an error.
 
@@ -40,13 +41,19 @@ pub(super) async fn flamegraph(
     let q = params.query("", None)?;
     let max_nodes =
         effective_max_nodes(params.integer("max_nodes")?).map_err(ApiError::bad_request)?;
-    let seconds = q.to.duration_since(q.from).map_or(0.0, |d| d.as_secs_f64());
     let (sample_type, unit) = q.profile_type.sample_type();
     stores::read("server.explore.flamegraph", &state.stores, move |s| {
-        let (graph, profiles, series) = match s.tree(&q, &[])? {
-            Some(mut s) => (flame_graph(&mut s.tree, max_nodes), s.profiles, s.series),
-            None => (FlameGraph::default(), 0, 0),
+        let (graph, profiles, series, duration) = match s.tree(&q, &[])? {
+            Some(mut s) => (
+                flame_graph(&mut s.tree, max_nodes),
+                s.profiles,
+                s.series,
+                s.duration_nanos,
+            ),
+            None => (FlameGraph::default(), 0, 0, 0),
         };
+        // Rates per second as `scraper diff` computes them for the same window.
+        let seconds = crate::diff::window_seconds(duration, series, (q.from, q.to));
         Ok(Answer {
             graph,
             unit,
