@@ -584,7 +584,7 @@ async fn readme_workflow_runs_against_a_go_program() {
                 profile_type: ProfileType::parse(t).expect("type"),
                 from,
                 to: far,
-                exclude_straddling: false,
+                exclude_straddling: true,
             };
             source
                 .select_merge(&q, &mut |_, _| {})
