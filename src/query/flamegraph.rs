@@ -89,7 +89,7 @@ fn finish_levels(levels: &mut [Vec<i64>], width: usize, x_columns: &[usize]) {
             for rec in out.chunks_mut(width) {
                 let x = rec[col];
                 rec[col] = x - prev;
-                prev = x + rec[col + 1];
+                prev = x.saturating_add(rec[col + 1]);
             }
         }
         *level = out;
@@ -128,7 +128,9 @@ pub fn flame_graph(tree: &mut NameTree, max_nodes: i64) -> FlameGraph {
             levels.push(Vec::new());
         }
         levels[depth].extend_from_slice(&[x, total, self_value, index]);
-        x += self_value;
+        // Saturating like the tree's totals (outside input): a graph whose total is capped
+        // is wrong only in width, never a panic.
+        x = x.saturating_add(self_value);
         let Visit::Node(i) = visit else {
             continue;
         };
@@ -137,9 +139,9 @@ pub fn flame_graph(tree: &mut NameTree, max_nodes: i64) -> FlameGraph {
             let child = &tree.nodes[c as usize];
             if child.total >= min && tree.name(child.name) != OTHER {
                 stack.push((Visit::Node(c), depth + 1, x));
-                x += child.total;
+                x = x.saturating_add(child.total);
             } else {
-                other += child.total;
+                other = other.saturating_add(child.total);
             }
         }
         if other != 0 {
@@ -263,8 +265,8 @@ pub fn flame_graph_diff(
             self_value[1],
             index,
         ]);
-        x[0] += self_value[0];
-        x[1] += self_value[1];
+        x[0] = x[0].saturating_add(self_value[0]);
+        x[1] = x[1].saturating_add(self_value[1]);
         let DiffVisit::Pair(i) = visit else {
             continue;
         };
@@ -273,11 +275,11 @@ pub fn flame_graph_diff(
             let t = pairs[c].total;
             if t[0] >= min || t[1] >= min {
                 stack.push((DiffVisit::Pair(c), depth + 1, x));
-                x[0] += t[0];
-                x[1] += t[1];
+                x[0] = x[0].saturating_add(t[0]);
+                x[1] = x[1].saturating_add(t[1]);
             } else {
-                other[0] += t[0];
-                other[1] += t[1];
+                other[0] = other[0].saturating_add(t[0]);
+                other[1] = other[1].saturating_add(t[1]);
             }
         }
         if other != [0, 0] {
@@ -288,7 +290,7 @@ pub fn flame_graph_diff(
     FlameGraphDiff {
         names: names.names,
         levels,
-        total: left.total() + right.total(),
+        total: left.total().saturating_add(right.total()),
         max_self,
         left_ticks: left.total(),
         right_ticks: right.total(),
@@ -314,8 +316,12 @@ pub fn decode_stacks(
         let mut prev = 0i64;
         let mut out = Vec::new();
         for (k, rec) in level.chunks(width).enumerate() {
-            let x = prev + rec[x_column];
-            prev = x + rec[x_column + 1];
+            let x = prev
+                .checked_add(rec[x_column])
+                .ok_or_else(|| format!("level {depth}: x overflows"))?;
+            prev = x
+                .checked_add(rec[x_column + 1])
+                .ok_or_else(|| format!("level {depth}: x + total overflows"))?;
             out.push((x, rec[x_column + 1], k));
         }
         absolute.push(out);
@@ -344,7 +350,7 @@ pub fn decode_stacks(
                     .checked_sub(1)
                     .and_then(|p| parents.get(p))
                     .ok_or_else(|| format!("no parent for a node at level {depth}"))?;
-                if at + width_at > px + pt {
+                if i128::from(at) + i128::from(width_at) > i128::from(px) + i128::from(pt) {
                     return Err(format!("a node at level {depth} lies outside its parent"));
                 }
                 if up > 0 {

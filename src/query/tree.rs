@@ -246,8 +246,11 @@ impl NameTree {
         };
         // Only the leaf is touched here: totals are summed once, by `finish`, instead of once
         // per frame of every sample (a walk through a tree too big for the cache).
-        self.nodes[leaf as usize].self_value += value;
-        self.grand_total += value;
+        // Saturating: values are outside input, and two large ones must not overflow (a panic
+        // in debug builds, a wrapped negative total in release).
+        let leaf = &mut self.nodes[leaf as usize];
+        leaf.self_value = leaf.self_value.saturating_add(value);
+        self.grand_total = self.grand_total.saturating_add(value);
         self.finished = false;
     }
 
@@ -395,15 +398,18 @@ impl NameTree {
         let names: Vec<u32> = other.names.iter().map(|n| self.intern(n)).collect();
         let mut mapped: Vec<u32> = Vec::with_capacity(other.nodes.len());
         mapped.push(0);
-        self.nodes[0].self_value += other.nodes[0].self_value;
+        self.nodes[0].self_value = self.nodes[0]
+            .self_value
+            .saturating_add(other.nodes[0].self_value);
         // Nodes are created after their parent, so a parent is always mapped first.
         for n in &other.nodes[1..] {
             let parent = mapped[n.parent as usize];
             let c = self.child(parent, names[n.name as usize]);
-            self.nodes[c as usize].self_value += n.self_value;
+            let node = &mut self.nodes[c as usize];
+            node.self_value = node.self_value.saturating_add(n.self_value);
             mapped.push(c);
         }
-        self.grand_total += other.grand_total;
+        self.grand_total = self.grand_total.saturating_add(other.grand_total);
         self.finished = false;
     }
 
@@ -419,7 +425,7 @@ impl NameTree {
         // Children come after their parent: one backwards pass sums every subtree.
         for i in (1..self.nodes.len()).rev() {
             let (parent, total) = (self.nodes[i].parent as usize, self.nodes[i].total);
-            self.nodes[parent].total += total;
+            self.nodes[parent].total = self.nodes[parent].total.saturating_add(total);
         }
         // Names ranked once, so that sorting children compares integers, not strings.
         let mut order: Vec<u32> = (0..self.names.len() as u32).collect();

@@ -16,6 +16,8 @@
 mod catalog;
 mod connect;
 mod request;
+#[cfg(test)]
+mod seeds;
 mod select;
 
 use axum::body::Bytes;
@@ -64,6 +66,18 @@ fn dispatch(
             "no pyroscope.store component is running: the querier reads the stores of this process",
         ));
     }
+    answer(method, stores, types, body)
+}
+
+/// [`dispatch`] past its check for open stores: with none, every method still decodes and
+/// checks its request (all of that comes before the first store read) and answers as an empty
+/// store would, which is what the fuzz target runs.
+fn answer(
+    method: &str,
+    stores: &Stores,
+    types: &TypeCache,
+    body: &[u8],
+) -> Result<Vec<u8>, ConnectError> {
     match method {
         "ProfileTypes" => call(method, body, |r| catalog::profile_types(stores, types, r)),
         "LabelNames" => call(method, body, |r| catalog::label_names(stores, types, r)),
@@ -93,6 +107,49 @@ fn dispatch(
     }
 }
 
+/// The methods [`handle`] answers.
+const KNOWN: [&str; 9] = [
+    "ProfileTypes",
+    "LabelNames",
+    "LabelValues",
+    "Series",
+    "GetProfileStats",
+    "SelectMergeStacktraces",
+    "SelectMergeProfile",
+    "SelectSeries",
+    "Diff",
+];
+
+/// Not an API: the entry point of the `querier` fuzz target (fuzz/). Runs `body`, sent with
+/// `Content-Type: application/proto` and `content_encoding` (if any), through what the handler
+/// does before reading a store: the Connect body (gzip undone), then `method`'s request
+/// decoded and checked and answered over no store. The encoded answer, or the error's HTTP
+/// status and message.
+#[doc(hidden)]
+pub fn fuzz_request(
+    method: &str,
+    content_encoding: Option<&str>,
+    body: &[u8],
+) -> Result<Vec<u8>, (u16, String)> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/proto"),
+    );
+    if let Some(e) = content_encoding.and_then(|e| axum::http::HeaderValue::from_str(e).ok()) {
+        headers.insert(axum::http::header::CONTENT_ENCODING, e);
+    }
+    let status = |e: ConnectError| (e.status.unwrap_or(e.code.http_status()), e.message);
+    let body = connect::request_body(&headers, body).map_err(status)?;
+    answer(method, &Stores::new(Vec::new()), &TypeCache::default(), &body).map_err(status)
+}
+
+/// The methods a querier serves (for the fuzz target).
+#[doc(hidden)]
+pub const fn fuzz_methods() -> &'static [&'static str] {
+    &KNOWN
+}
+
 /// `POST /querier.v1.QuerierService/{method}`.
 pub(super) async fn handle(
     State(state): State<AppState>,
@@ -104,17 +161,6 @@ pub(super) async fn handle(
         return ConnectError::unimplemented(format!("{SERVICE}/{method} is not served: {why}"))
             .into_response();
     }
-    const KNOWN: [&str; 9] = [
-        "ProfileTypes",
-        "LabelNames",
-        "LabelValues",
-        "Series",
-        "GetProfileStats",
-        "SelectMergeStacktraces",
-        "SelectMergeProfile",
-        "SelectSeries",
-        "Diff",
-    ];
     if !KNOWN.contains(&method.as_str()) {
         // Connect clients read a 404 as `unimplemented`; the body says which method.
         return ConnectError {
