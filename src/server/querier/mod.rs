@@ -141,7 +141,13 @@ pub fn fuzz_request(
     }
     let status = |e: ConnectError| (e.status.unwrap_or(e.code.http_status()), e.message);
     let body = connect::request_body(&headers, body).map_err(status)?;
-    answer(method, &Stores::new(Vec::new()), &TypeCache::default(), &body).map_err(status)
+    answer(
+        method,
+        &Stores::new(Vec::new()),
+        &TypeCache::default(),
+        &body,
+    )
+    .map_err(status)
 }
 
 /// The methods a querier serves (for the fuzz target).
