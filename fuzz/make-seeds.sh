@@ -10,17 +10,19 @@
 #   receive         pyroscope.receive_http requests: label-set names, multipart bodies, folded
 #                   text, /ingest query strings with each format (layout: see
 #                   fuzz_targets/receive.rs).
+#   querier         one request of every querier method (some gzipped, some invalid), written by
+#                   a Rust test, and small real profiles from tests/data/pprof (raw and gzipped).
 #   push_response   Connect error bodies and other backend answers (`STATUS CONTENT-TYPE\n`
 #                   then the body), querier responses wrapping a real profile.
 #
 #   fuzz/make-seeds.sh                     # every target
-#   fuzz/make-seeds.sh relabel syntax      # only these (decode and delta need a cargo test)
+#   fuzz/make-seeds.sh relabel syntax      # only these (decode, delta, querier need a cargo test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LC_ALL=C # ${#s} counts bytes
 data=tests/data/pprof
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(decode delta syntax relabel push_response receive)
+[ ${#targets[@]} -gt 0 ] || targets=(decode delta syntax relabel push_response receive querier)
 wants() { [[ " ${targets[*]} " == *" $1 "* ]]; }
 
 byte() { printf "\\x$(printf %02x "$1")"; }
@@ -277,6 +279,17 @@ x'
     > fuzz/corpus/receive/ingest-pprof-gzip-scripting
   { printf 'name=app&format=pprof\nmultipart/form-data; boundary=b\n--b\r\nContent-Disposition: form-data; name="profile"; filename="profile.pprof"\r\n\r\n'
     cat "$data/goapp-heap-1.pb.gz"; printf '\r\n--b--\r\n'; } > fuzz/corpus/receive/ingest-multipart
+fi
+
+if wants querier; then
+  rm -rf fuzz/corpus/querier && mkdir -p fuzz/corpus/querier
+  gzip -dc "$data/goapp-mutex-1.pb.gz" > fuzz/corpus/querier/goapp-mutex
+  gzip -dc "$data/goapp-allocs-1.pb.gz" > fuzz/corpus/querier/goapp-allocs
+  gzip -dc "$data/prometheus-block-1.pb.gz" > fuzz/corpus/querier/prometheus-empty-block
+  cp "$data/goapp-heap-1.pb.gz" fuzz/corpus/querier/goapp-heap.gz
+  cp "$data/goapp-block-1.pb.gz" fuzz/corpus/querier/goapp-block.gz
+  # The requests.
+  cargo test --lib server::querier::seeds::write_fuzz_seeds -- --ignored --exact >/dev/null
 fi
 
 ls -l "${targets[@]/#/fuzz/corpus/}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs fuzz targets for SECONDS each (default 60) from the committed seeds in
-# fuzz/corpus/<target>: all of them (decode delta syntax relabel push_response receive), or the ones
+# fuzz/corpus/<target>: all of them (decode delta syntax relabel push_response receive querier), or the ones
 # named after SECONDS. New inputs go to a temporary corpus, so the committed one stays as it
 # is; a crash leaves its input in fuzz/artifacts/<target>/ and fails the script. The syntax
 # target also reads the shared Alloy corpus (../shared/alloy-corpus/valid, read-only) when it
@@ -24,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-60}"
 shift || true
-all=(decode delta syntax relabel push_response receive)
+all=(decode delta syntax relabel push_response receive querier)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 for target in "${targets[@]}"; do

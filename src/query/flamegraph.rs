@@ -134,6 +134,8 @@ pub fn flame_graph(tree: &mut NameTree, max_nodes: i64) -> FlameGraph {
             levels.push(Vec::new());
         }
         levels[depth].extend_from_slice(&[x, total, self_value, index]);
+        // Saturating like the tree's totals (outside input): a graph whose total is capped
+        // is wrong only in width, never a panic.
         x = x.saturating_add(self_value);
         let Visit::Node(i) = visit else {
             continue;
@@ -320,9 +322,12 @@ pub fn decode_stacks(
         let mut prev = 0i64;
         let mut out = Vec::new();
         for (k, rec) in level.chunks(width).enumerate() {
-            // Levels may come from outside: sums saturate rather than overflow.
-            let x = prev.saturating_add(rec[x_column]);
-            prev = x.saturating_add(rec[x_column + 1]);
+            let x = prev
+                .checked_add(rec[x_column])
+                .ok_or_else(|| format!("level {depth}: x overflows"))?;
+            prev = x
+                .checked_add(rec[x_column + 1])
+                .ok_or_else(|| format!("level {depth}: x + total overflows"))?;
             out.push((x, rec[x_column + 1], k));
         }
         absolute.push(out);
@@ -351,7 +356,7 @@ pub fn decode_stacks(
                     .checked_sub(1)
                     .and_then(|p| parents.get(p))
                     .ok_or_else(|| format!("no parent for a node at level {depth}"))?;
-                if at.saturating_add(width_at) > px.saturating_add(pt) {
+                if i128::from(at) + i128::from(width_at) > i128::from(px) + i128::from(pt) {
                     return Err(format!("a node at level {depth} lies outside its parent"));
                 }
                 if up > 0 {

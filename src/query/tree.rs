@@ -8,7 +8,9 @@
 //! Frames are function names as Pyroscope names them (`pkg/model/tree.go`,
 //! `TreeFromBackendProfile`): each location's `Line`s expanded, inlined callees included, and a
 //! location without lines named by its address in lowercase hex. Samples whose value is not
-//! positive are skipped, as Pyroscope's `InsertStack` skips them.
+//! positive are skipped, as Pyroscope's `InsertStack` skips them, and so are samples without
+//! locations (an empty stack): upstream's `InsertStack` adds them to a throwaway root, so
+//! they count in neither its tree nor its total.
 //!
 //! Nodes live in one arena and every walk over them is a loop, never a recursion: a profile's
 //! stack depth is outside input and must not decide our stack usage.
@@ -236,7 +238,7 @@ impl NameTree {
 
     /// Adds `value` for the root-first stack of name ids `stack`.
     fn insert_ids(&mut self, stack: &[u32], value: i64) {
-        if value <= 0 || !stack.starts_with(&self.call_site) {
+        if value <= 0 || stack.is_empty() || !stack.starts_with(&self.call_site) {
             return;
         }
         let leaf = match self.leaves.get(stack) {
@@ -252,7 +254,8 @@ impl NameTree {
         };
         // Only the leaf is touched here: totals are summed once, by `finish`, instead of once
         // per frame of every sample (a walk through a tree too big for the cache).
-        // Values come from outside: a sum that would overflow stays at i64::MAX.
+        // Saturating: values are outside input, and two large ones must not overflow (a panic
+        // in debug builds, a wrapped negative total in release).
         let leaf = &mut self.nodes[leaf as usize];
         leaf.self_value = leaf.self_value.saturating_add(value);
         self.grand_total = self.grand_total.saturating_add(value);
@@ -584,6 +587,14 @@ mod tests {
                 profile(&["main"], &[&[1], &[]], &[(&[2, 1], [1, 7])]),
                 1,
                 vec![stack(&["main", "abc"], 7)],
+            ),
+            (
+                // Found by the querier fuzz target: they were the root's own value and counted
+                // in the total, which upstream's tree leaves them out of.
+                "samples without locations are skipped",
+                profile(&["main"], &[&[1]], &[(&[], [9, 9]), (&[1], [2, 2])]),
+                1,
+                vec![stack(&["main"], 2)],
             ),
             (
                 "zero and negative values are skipped",

@@ -30,6 +30,9 @@ mod self_profiles;
 mod targets;
 mod ui;
 
+#[doc(hidden)]
+pub use querier::{fuzz_methods, fuzz_request};
+
 use std::path::PathBuf;
 
 use axum::Router;

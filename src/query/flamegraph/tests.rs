@@ -223,3 +223,36 @@ fn malformed_levels_are_errors() {
     assert!(decode_stacks(&names, &[vec![0, 1, 0, 0], vec![0, 1, 1, 7]], 4, 0, 2).is_err());
     assert!(decode_stacks(&names, &[vec![0, 1, 0, 0], vec![5, 1, 1, 1]], 4, 0, 2).is_err());
 }
+
+#[test]
+fn sums_past_i64_max_saturate_instead_of_overflowing() {
+    // Sample values are outside input: two of i64::MAX overflowed the tree's sums (insert,
+    // finish, merge) and the flame graph's x positions, a panic in debug builds and a negative
+    // total in release. They now saturate.
+    let big = i64::MAX;
+    let mut t = tree(&[(&["a", "b"], big), (&["a", "c"], big), (&["d"], 1)]);
+    for max_nodes in [0, 1, 2, 7] {
+        let fg = flame_graph(&mut t, max_nodes);
+        assert_eq!(fg.total, big, "max_nodes {max_nodes}");
+        assert_eq!(fg.max_self, big, "max_nodes {max_nodes}");
+        let _ = fg.stacks();
+    }
+    let mut right = tree(&[(&["a"], big)]);
+    let d = flame_graph_diff(&mut t, &mut right, 0);
+    assert_eq!((d.total, d.left_ticks, d.right_ticks), (big, big, big));
+    let mut merged = t.clone();
+    merged.merge(&right);
+    merged.merge(&t);
+    merged.finish();
+    assert_eq!(merged.total(), big);
+    assert!(merged.stacks().iter().all(|(_, v)| *v > 0));
+}
+
+#[test]
+fn levels_whose_positions_overflow_are_errors() {
+    let names = strings(&["total", "a"]);
+    let levels = [vec![0, 1, 0, 0], vec![i64::MAX, 1, 1, 1, 0, 1, 1, 1]];
+    assert!(decode_stacks(&names, &levels, 4, 0, 2).is_err());
+    let levels = [vec![0, i64::MAX, 0, 0], vec![i64::MAX - 1, 5, 5, 1]];
+    assert!(decode_stacks(&names, &levels, 4, 0, 2).is_err());
+}

@@ -16,6 +16,8 @@
 mod catalog;
 mod connect;
 mod request;
+#[cfg(test)]
+mod seeds;
 mod select;
 
 use axum::body::Bytes;
@@ -113,6 +115,43 @@ fn dispatch(
         ));
     }
     handler(method, stores, types, body)
+}
+
+/// Not an API: the entry point of the `querier` fuzz target (fuzz/). Runs `body`, sent with
+/// `Content-Type: application/proto` and `content_encoding` (if any), through what the handler
+/// does before reading a store: the Connect body (gzip undone), then `method`'s request
+/// decoded and checked and answered over no store. The encoded answer, or the error's HTTP
+/// status and message.
+#[doc(hidden)]
+pub fn fuzz_request(
+    method: &str,
+    content_encoding: Option<&str>,
+    body: &[u8],
+) -> Result<Vec<u8>, (u16, String)> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/proto"),
+    );
+    if let Some(e) = content_encoding.and_then(|e| axum::http::HeaderValue::from_str(e).ok()) {
+        headers.insert(axum::http::header::CONTENT_ENCODING, e);
+    }
+    let status = |e: ConnectError| (e.status.unwrap_or(e.code.http_status()), e.message);
+    let body = connect::request_body(&headers, body).map_err(status)?;
+    let handler = handler(method).ok_or_else(|| (404, format!("unknown method {method}")))?;
+    handler(
+        method,
+        &Stores::new(Vec::new()),
+        &TypeCache::default(),
+        &body,
+    )
+    .map_err(status)
+}
+
+/// The methods a querier serves (for the fuzz target).
+#[doc(hidden)]
+pub fn fuzz_methods() -> Vec<&'static str> {
+    METHODS.iter().map(|(m, _)| *m).collect()
 }
 
 /// `POST /querier.v1.QuerierService/{method}`.
