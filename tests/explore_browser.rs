@@ -233,6 +233,13 @@ async fn explorer_flame_graph_diff_and_targets_in_chromium() {
     assert!(resp.status().is_success());
     tokio::time::sleep(Duration::from_secs(15)).await;
     let to = unix_secs(SystemTime::now()) + 1;
+    // The oracle and the page must read the same profiles: wait until `to` has passed and the
+    // store's writer (which polls every 250 ms) has committed every profile received before it,
+    // so that none arrives in the range between the oracle's read and the page's.
+    let settled = UNIX_EPOCH + Duration::from_secs(to) + Duration::from_millis(1500);
+    if let Ok(wait) = settled.duration_since(SystemTime::now()) {
+        tokio::time::sleep(wait).await;
+    }
 
     // The oracle: the same range read from the store by the CLI, ranked by `pprof info`.
     let merged = dir.path().join("merged.pb.gz");
