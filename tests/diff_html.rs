@@ -6,10 +6,12 @@
 //! Without Chromium the test explains and passes, unless SCRAPER_REQUIRE_CHROMIUM=1 (CI), where
 //! it fails.
 
+mod support;
+
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use scraper::diff::{Options, Report, Window, diff};
 use scraper::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
@@ -98,61 +100,37 @@ struct Run {
 /// Runs headless Chromium on `page` with `args` and a fresh profile directory.
 fn run_chromium(bin: &Path, dir: &Path, page: &Path, args: &[&str]) -> Run {
     let user_data = tempfile::tempdir_in(dir).expect("user data dir");
-    let mut child = Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-        ])
-        .arg(format!("--user-data-dir={}", user_data.path().display()))
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start chromium");
-    // Drained concurrently: a full pipe would block Chromium before it exits.
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for chromium") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let run = Run {
-        stdout: out.join().expect("stdout reader"),
-        stderr: err.join().expect("stderr reader"),
+    let out = support::child::run(
+        Command::new(bin)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", user_data.path().display()))
+            .args(args)
+            .arg(format!("file://{}", page.display())),
+        "chromium",
+        TIMEOUT,
+    );
+    let Some(status) = out.status else {
+        panic!("chromium did not finish within {TIMEOUT:?}");
     };
     assert!(
         status.success(),
         "chromium failed: {status}\n{}",
-        run.stderr
+        out.stderr
     );
-    run
+    Run {
+        stdout: out.stdout,
+        stderr: out.stderr,
+    }
 }
 
 /// The value of `name="…"` on the first element that has it.

@@ -20,10 +20,9 @@
 mod scrape_support;
 mod support;
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use scrape_support::{BIN, Scraper, build_go, free_port, have_go, start_go};
 
@@ -161,47 +160,18 @@ pyroscope.store "local" {{
 
 /// Runs the Playwright script; its output is printed whatever happens.
 fn run_script(b: &Browser, url: &str, expect: &Path, shots: &Path) -> (bool, String) {
-    let mut child = Command::new(&b.node)
-        .arg(&b.script)
-        .env("SCRAPER_URL", url)
-        .env("SCRAPER_E2E_EXPECT", expect)
-        .env("SCRAPER_E2E_SCREENSHOTS", shots)
-        .env("CHROMIUM", &b.chromium)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start node");
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let deadline = Instant::now() + SCRIPT_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for node") {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let text = format!(
-        "{}{}",
-        out.join().expect("stdout reader"),
-        err.join().expect("stderr reader")
+    let out = support::child::run(
+        Command::new(&b.node)
+            .arg(&b.script)
+            .env("SCRAPER_URL", url)
+            .env("SCRAPER_E2E_EXPECT", expect)
+            .env("SCRAPER_E2E_SCREENSHOTS", shots)
+            .env("CHROMIUM", &b.chromium),
+        "node",
+        SCRIPT_TIMEOUT,
     );
-    match status {
+    let text = format!("{}{}", out.stdout, out.stderr);
+    match out.status {
         Some(s) => (s.success(), text),
         None => (false, format!("{text}\n(killed after {SCRIPT_TIMEOUT:?})")),
     }

@@ -10,9 +10,11 @@
 //! browser test) a test prints why and passes, unless SCRAPER_REQUIRE_NPM=1 (CI), where it
 //! fails.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use scraper::diff::{Options, Window, diff};
 use scraper::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
@@ -69,35 +71,16 @@ fn node_modules() -> Option<PathBuf> {
     )
 }
 
-/// Runs `cmd` to completion (killed after TIMEOUT); returns (success, stdout + stderr).
+/// Runs `cmd` to completion; returns (success, stdout + stderr). Killed after TIMEOUT, a
+/// failure.
 fn run(mut cmd: Command, what: &str) -> (bool, String) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out_path = dir.path().join("out");
-    let out = std::fs::File::create(&out_path).expect("output file");
-    let err = out.try_clone().expect("output file");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{what}: still running after {TIMEOUT:?}\n{}",
-                std::fs::read_to_string(&out_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
-    (status.success(), text)
+    let out = support::child::run(&mut cmd, what, TIMEOUT);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        out.status.is_some(),
+        "{what}: still running after {TIMEOUT:?}\n{text}"
+    );
+    (out.success(), text)
 }
 
 #[test]

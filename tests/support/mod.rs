@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod alloy;
+pub mod child;
 pub mod corpus;
 pub mod ebpf;
 pub mod fake_kube;
