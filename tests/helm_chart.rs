@@ -13,26 +13,17 @@ mod scrape_support;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
 use scrape_support::Scraper;
 use serde_json::{Value, json};
 use support::fake_kube::FakeKube;
+use support::helm::{
+    Case, FULLNAME, Helm, NAMESPACE, assert_configs_check, assert_lints, assert_validates, config,
+    container, env, of_kind, one, parse, pod_spec,
+};
 use support::tools;
-
-const RELEASE: &str = "demo";
-const NAMESPACE: &str = "monitoring";
-const FULLNAME: &str = "demo-scraper";
-/// The chart's `kubeVersion` floor and the newest schemas kubernetes-validate carries.
-const KUBE_VERSIONS: &[&str] = &["1.25.0", "1.37.0"];
-
-/// One combination of values: `--set` expressions, or `file:KEY=PATH` for `--set-file`.
-struct Case {
-    name: &'static str,
-    sets: &'static [&'static str],
-}
 
 const CASES: &[Case] = &[
     Case {
@@ -107,133 +98,13 @@ const CASES: &[Case] = &[
 ];
 
 fn case(name: &str) -> &'static Case {
-    CASES
-        .iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no case {name}"))
-}
-
-struct Helm {
-    bin: PathBuf,
-    /// Helm's cache, config and data homes, so nothing outside the test is read or written.
-    home: tempfile::TempDir,
-}
-
-impl Helm {
-    fn find() -> Option<Helm> {
-        Some(Helm {
-            bin: tools::helm()?,
-            home: tempfile::tempdir().expect("tempdir"),
-        })
-    }
-
-    fn command(&self, sub: &str, sets: &[&str]) -> Command {
-        let mut c = Command::new(&self.bin);
-        let h = self.home.path();
-        c.env("HELM_CACHE_HOME", h.join("cache"))
-            .env("HELM_CONFIG_HOME", h.join("config"))
-            .env("HELM_DATA_HOME", h.join("data"))
-            .current_dir(tools::repo())
-            .arg(sub);
-        if sub == "template" {
-            c.args([RELEASE, "charts/scraper", "--namespace", NAMESPACE]);
-        } else {
-            c.arg("charts/scraper");
-        }
-        for set in sets {
-            match set.strip_prefix("file:") {
-                Some(file) => c.args(["--set-file", file]),
-                None => c.args(["--set", set]),
-            };
-        }
-        c
-    }
-
-    /// `helm template` output, or Helm's error.
-    fn render(&self, sets: &[&str]) -> Result<String, String> {
-        let out = self.command("template", sets).output().expect("run helm");
-        if out.status.success() {
-            Ok(String::from_utf8(out.stdout).expect("utf-8"))
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
-        }
-    }
-
-    fn objects(&self, case: &Case) -> Vec<Value> {
-        let yaml = self
-            .render(case.sets)
-            .unwrap_or_else(|e| panic!("helm template ({}): {e}", case.name));
-        parse(&yaml)
-    }
-}
-
-fn parse(yaml: &str) -> Vec<Value> {
-    use serde::Deserialize as _;
-    serde_norway::Deserializer::from_str(yaml)
-        .map(|doc| Value::deserialize(doc).expect("rendered YAML parses"))
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-fn of_kind<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    objects.iter().filter(|o| o["kind"] == kind).collect()
-}
-
-fn one<'a>(objects: &'a [Value], kind: &str) -> &'a Value {
-    let found = of_kind(objects, kind);
-    assert_eq!(found.len(), 1, "expected one {kind}: {objects:#?}");
-    found[0]
-}
-
-fn config(objects: &[Value]) -> String {
-    one(objects, "ConfigMap")["data"]["config.alloy"]
-        .as_str()
-        .expect("config.alloy")
-        .to_owned()
-}
-
-/// The DaemonSet's or StatefulSet's pod spec.
-fn pod_spec(objects: &[Value]) -> &Value {
-    let workloads: Vec<&Value> = objects
-        .iter()
-        .filter(|o| o["kind"] == "DaemonSet" || o["kind"] == "StatefulSet")
-        .collect();
-    assert_eq!(workloads.len(), 1, "one workload: {objects:#?}");
-    &workloads[0]["spec"]["template"]["spec"]
-}
-
-fn container(objects: &[Value]) -> &Value {
-    let containers = pod_spec(objects)["containers"]
-        .as_array()
-        .expect("containers");
-    assert_eq!(containers.len(), 1);
-    &containers[0]
-}
-
-fn env<'a>(objects: &'a [Value], name: &str) -> Option<&'a Value> {
-    container(objects)["env"]
-        .as_array()?
-        .iter()
-        .find(|e| e["name"] == name)
+    support::helm::case(CASES, name)
 }
 
 #[test]
 fn chart_lints_strictly_with_every_case() {
     let Some(helm) = Helm::find() else { return };
-    for case in CASES {
-        let out = helm
-            .command("lint", case.sets)
-            .arg("--strict")
-            .output()
-            .expect("run helm lint");
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && text.contains("0 chart(s) failed"),
-            "helm lint --strict ({}):\n{text}{}",
-            case.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    assert_lints(&helm, CASES);
 }
 
 #[test]
@@ -242,36 +113,13 @@ fn every_rendered_object_validates_strictly() {
     let Some(validator) = tools::kubernetes_validate() else {
         return;
     };
-    for case in CASES {
-        let yaml = helm
-            .render(case.sets)
-            .unwrap_or_else(|e| panic!("helm template ({}): {e}", case.name));
-        for version in KUBE_VERSIONS {
-            tools::validate_manifests(&validator, &yaml, version, case.name);
-        }
-    }
+    assert_validates(&helm, &validator, CASES);
 }
 
 #[test]
 fn every_rendered_config_passes_scraper_check() {
     let Some(helm) = Helm::find() else { return };
-    let dir = tempfile::tempdir().expect("tempdir");
-    for case in CASES {
-        let content = config(&helm.objects(case));
-        let path = dir.path().join(format!("{}.alloy", case.name));
-        std::fs::write(&path, &content).expect("write config");
-        let out = Command::new(env!("CARGO_BIN_EXE_scraper"))
-            .arg("check")
-            .arg(&path)
-            .output()
-            .expect("run scraper check");
-        assert!(
-            out.status.success(),
-            "scraper check rejected the config of {}:\n{}\n--- config ---\n{content}",
-            case.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    assert_configs_check(&helm, Path::new(env!("CARGO_BIN_EXE_scraper")), CASES);
     // The user's own config is passed through byte for byte.
     let local = std::fs::read_to_string(tools::repo().join("config/local.alloy"))
         .expect("config/local.alloy");
@@ -619,7 +467,7 @@ fn bad_values_fail_with_a_clear_message() {
     for (sets, message) in [
         (
             &["mode=cluster"][..],
-            "at '/mode': value must be one of 'daemonset', 'statefulset'",
+            "at '/mode': value must be one of 'daemonset', 'statefulset', 'deployment'",
         ),
         (
             &["config.typo=1"],

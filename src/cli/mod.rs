@@ -13,6 +13,7 @@ mod query;
 mod relabel;
 mod run;
 mod source;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -96,6 +97,14 @@ pub(crate) struct RunArgs {
         env = "SCRAPER_MEMORY_LIMIT"
     )]
     memory_limit: String,
+    /// Re-read the config this often and reload it when its content changed (a ConfigMap
+    /// volume update); logged as reloads are. 0s: off (reload with SIGHUP or /-/reload).
+    #[arg(
+        long = "config.watch-interval",
+        default_value = "0s",
+        value_name = "DURATION"
+    )]
+    config_watch_interval: crate::syntax::types::Duration,
 }
 
 /// A config file read and parsed for the offline debugging commands (`relabel`, `discover`).

@@ -1,4 +1,5 @@
-//! `scraper run FILE`: load the config, serve HTTP, reload on SIGHUP, stop on SIGINT/SIGTERM.
+//! `scraper run FILE`: load the config, serve HTTP, reload on SIGHUP (or when the watched config
+//! changes), stop on SIGINT/SIGTERM.
 
 use std::process::ExitCode;
 
@@ -86,6 +87,8 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut sighup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
 
+    // Before the initial load, so that a change made while it loads is not missed.
+    let mut watch = super::watch::ConfigWatch::new(&args.file, *args.config_watch_interval);
     if let Err(e) = controller.load_file(&args.file).await {
         eprint!("{}", e.render());
         stop_server.cancel();
@@ -101,6 +104,10 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
             _ = sighup.recv() => {
                 tracing::info!("reload requested via SIGHUP");
                 // The outcome is logged by `reload`; a bad file keeps the running graph.
+                let _ = state.reload().await;
+            }
+            () = watch.changed() => {
+                tracing::info!(file = %args.file.display(), "reload requested: the config changed");
                 let _ = state.reload().await;
             }
             result = &mut server => break Some(result),

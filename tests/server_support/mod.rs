@@ -26,6 +26,13 @@ impl Scraper {
         let dir = tempfile::tempdir().expect("tempdir");
         let config = dir.path().join("scrape.alloy");
         std::fs::write(&config, config_text).expect("write config");
+        Scraper::start_with(dir, config, &[])
+    }
+
+    /// Starts `scraper run CONFIG ARGS...` on a config already in place (a file, a directory or
+    /// a symlink) inside `dir`, which also holds the storage path and lives as long as the
+    /// process.
+    pub fn start_with(dir: tempfile::TempDir, config: PathBuf, args: &[&str]) -> Scraper {
         let mut child = Command::new(BIN)
             .arg("run")
             .arg(&config)
@@ -33,6 +40,7 @@ impl Scraper {
             .arg("127.0.0.1:0")
             .arg("--storage.path")
             .arg(dir.path().join("data"))
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -9,6 +9,7 @@ pub mod fake_kube;
 pub mod fake_querier;
 pub mod go;
 pub mod heap_profile;
+pub mod helm;
 pub mod logs;
 pub mod profile_server;
 pub mod pyroscope_receiver;

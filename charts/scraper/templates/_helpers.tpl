@@ -36,15 +36,76 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* True (non-empty) when the chart generates the config rather than taking the user's. */}}
+{{- define "scraper.generatesConfig" -}}
+{{- if not (or .Values.config.content .Values.config.existingConfigMap) }}true{{ end -}}
+{{- end -}}
+
+{{/* The ConfigMap the pod mounts: the chart's own, or config.existingConfigMap. */}}
+{{- define "scraper.configMapName" -}}
+{{- default (include "scraper.fullname" .) .Values.config.existingConfigMap -}}
+{{- end -}}
+
+{{/* The headless Service whose ready endpoints are the cluster's members. */}}
+{{- define "scraper.clusterServiceName" -}}
+{{- printf "%s-cluster" (include "scraper.fullname" . | trunc 55 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/* The workload's replica count (left out of the workload when an autoscaler owns it). */}}
+{{- define "scraper.replicas" -}}
+{{- if eq .Values.mode "statefulset" -}}
+{{- if .Values.clustering.enabled }}{{ .Values.replicas }}{{ else }}{{ .Values.shards }}{{ end -}}
+{{- else -}}
+{{- .Values.replicas -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Settings that cannot be expressed in values.schema.json. */}}
 {{- define "scraper.validate" -}}
-{{- if and .Values.ebpf.enabled (ne .Values.mode "daemonset") -}}
+{{- $v := .Values -}}
+{{- $generated := include "scraper.generatesConfig" . -}}
+{{- if and $v.ebpf.enabled (ne $v.mode "daemonset") -}}
 {{- fail "ebpf.enabled needs mode: daemonset (the sampler profiles the processes of its own node)" -}}
 {{- end -}}
-{{- if and (not .Values.config.content) (not .Values.backend.url) (not .Values.store.enabled) -}}
+{{- if and $generated (not $v.backend.url) (not $v.store.enabled) -}}
 {{- fail "the generated config needs somewhere to send profiles: set backend.url, store.enabled, or both" -}}
 {{- end -}}
-{{- if and .Values.backend.basicAuth.existingSecret (not .Values.backend.url) (not .Values.config.content) -}}
+{{- if and $v.backend.basicAuth.existingSecret (not $v.backend.url) $generated -}}
 {{- fail "backend.basicAuth.existingSecret is set but backend.url is empty" -}}
+{{- end -}}
+{{- if and $v.config.content $v.config.existingConfigMap -}}
+{{- fail "set config.content or config.existingConfigMap, not both" -}}
+{{- end -}}
+{{- if and $v.config.restartOnChange $v.config.existingConfigMap -}}
+{{- fail "config.restartOnChange needs the chart's own ConfigMap; an existing one is reloaded through config.watchInterval" -}}
+{{- end -}}
+{{- if and $v.clustering.enabled (eq $v.mode "daemonset") -}}
+{{- fail "clustering.enabled needs mode: statefulset or deployment (daemonset pods already split the targets by node)" -}}
+{{- end -}}
+{{- if and $v.autoscaling.enabled (not $v.clustering.enabled) -}}
+{{- fail "autoscaling.enabled needs clustering.enabled: without it, replicas added by the autoscaler would not share the targets" -}}
+{{- end -}}
+{{- if and $v.autoscaling.enabled (gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) -}}
+{{- fail "autoscaling.minReplicas is greater than autoscaling.maxReplicas" -}}
+{{- end -}}
+{{- if and $v.autoscaling.enabled (not $v.autoscaling.targetCPUUtilizationPercentage) (not $v.autoscaling.targetMemoryUtilizationPercentage) -}}
+{{- fail "autoscaling.enabled needs targetCPUUtilizationPercentage or targetMemoryUtilizationPercentage above 0" -}}
+{{- end -}}
+{{- if and (eq $v.mode "deployment") (not $v.clustering.enabled) (gt (int $v.replicas) 1) -}}
+{{- fail "mode: deployment with more than one replica needs clustering.enabled, or every replica scrapes every target" -}}
+{{- end -}}
+{{- if and $v.podDisruptionBudget.enabled (eq $v.mode "daemonset") -}}
+{{- fail "podDisruptionBudget.enabled needs mode: statefulset or deployment (a node drain does not evict DaemonSet pods)" -}}
+{{- end -}}
+{{- if and $v.podDisruptionBudget.enabled (eq (toString $v.podDisruptionBudget.minAvailable) "") (eq (toString $v.podDisruptionBudget.maxUnavailable) "") -}}
+{{- fail "podDisruptionBudget.enabled needs minAvailable or maxUnavailable" -}}
+{{- end -}}
+{{- if and $v.store.hostPath.enabled (ne $v.mode "daemonset") -}}
+{{- fail "store.hostPath.enabled needs mode: daemonset (use store.persistence in statefulset mode)" -}}
+{{- end -}}
+{{- if $v.ebpf.enabled -}}
+{{- if or $v.podSecurityContext.runAsNonRoot (and (hasKey $v.podSecurityContext "runAsUser") (ne (int $v.podSecurityContext.runAsUser) 0)) -}}
+{{- fail "ebpf.enabled runs the pod as root: podSecurityContext must not set runAsNonRoot or a non-zero runAsUser" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}

@@ -1,4 +1,4 @@
-{{/* The pod template shared by the DaemonSet and the StatefulSet. */}}
+{{/* The pod template shared by the DaemonSet, the StatefulSet and the Deployment. */}}
 {{- define "scraper.podTemplate" -}}
 metadata:
   labels:
@@ -6,12 +6,17 @@ metadata:
     {{- with .Values.podLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+  {{- /* A changed config is reloaded in place (--config.watch-interval); rolling the pods
+  instead would lose their delta baselines and, with an emptyDir store, the store. */}}
+  {{- if or .Values.config.restartOnChange .Values.podAnnotations }}
   annotations:
-    # Roll the pods when the config changes.
+    {{- if .Values.config.restartOnChange }}
     checksum/config: {{ include (print $.Template.BasePath "/configmap.yaml") . | sha256sum }}
+    {{- end }}
     {{- with .Values.podAnnotations }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+  {{- end }}
 spec:
   serviceAccountName: {{ include "scraper.serviceAccountName" . }}
   {{- with .Values.imagePullSecrets }}
@@ -25,20 +30,10 @@ spec:
   # The sampler sees every process of the node: host PID namespace (which also makes /proc
   # the host's), as root.
   hostPID: true
-  securityContext:
-    runAsUser: 0
-    runAsGroup: 0
-    seccompProfile:
-      type: RuntimeDefault
-  {{- else }}
-  securityContext:
-    runAsNonRoot: true
-    runAsUser: 65532
-    runAsGroup: 65532
-    fsGroup: 65532
-    seccompProfile:
-      type: RuntimeDefault
   {{- end }}
+  {{- $podSecurity := include "scraper.podSecurityContext" . | fromYaml }}
+  securityContext:
+    {{- mustMergeOverwrite $podSecurity (deepCopy .Values.podSecurityContext) | toYaml | nindent 4 }}
   # Lets the store's writer commit and close on SIGTERM.
   terminationGracePeriodSeconds: 30
   containers:
@@ -47,9 +42,20 @@ spec:
       imagePullPolicy: {{ .Values.image.pullPolicy }}
       args:
         - run
+        {{- if .Values.config.existingConfigMap }}
+        # Every *.alloy key of the ConfigMap is a file of the config.
+        - /etc/scraper
+        {{- else }}
         - /etc/scraper/config.alloy
+        {{- end }}
         - --server.http.listen-addr=0.0.0.0:{{ .Values.server.port }}
         - --storage.path=/var/lib/scraper
+        - --config.watch-interval={{ .Values.config.watchInterval }}
+        {{- if .Values.clustering.enabled }}
+        - --cluster.enabled
+        - --cluster.kubernetes-service={{ .Release.Namespace }}/{{ include "scraper.clusterServiceName" . }}
+        - --cluster.advertise-address=$(POD_IP):{{ .Values.server.port }}
+        {{- end }}
         {{- with .Values.extraArgs }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -61,7 +67,7 @@ spec:
             fieldRef:
               fieldPath: spec.nodeName
         {{- end }}
-        # In statefulset mode the shard is the ordinal suffix of the pod name.
+        # In statefulset mode without clustering, the shard is the ordinal suffix of the pod name.
         - name: POD_NAME
           valueFrom:
             fieldRef:
@@ -70,6 +76,13 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: metadata.namespace
+        {{- if .Values.clustering.enabled }}
+        # Where the other replicas reach this one (--cluster.advertise-address).
+        - name: POD_IP
+          valueFrom:
+            fieldRef:
+              fieldPath: status.podIP
+        {{- end }}
         {{- with .Values.backend.basicAuth.existingSecret }}
         - name: PYROSCOPE_USERNAME
           valueFrom:
@@ -108,23 +121,9 @@ spec:
       resources:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+      {{- $security := include "scraper.containerSecurityContext" . | fromYaml }}
       securityContext:
-        readOnlyRootFilesystem: true
-        {{- if not .Values.ebpf.enabled }}
-        runAsNonRoot: true
-        allowPrivilegeEscalation: false
-        capabilities:
-          drop: [ALL]
-        {{- else if .Values.ebpf.privileged }}
-        privileged: true
-        {{- else }}
-        # BPF+PERFMON load and attach the sampler, SYS_PTRACE reads other processes'
-        # binaries through /proc/<pid>/root and SYSLOG reads kernel symbols.
-        allowPrivilegeEscalation: false
-        capabilities:
-          drop: [ALL]
-          add: [BPF, PERFMON, SYS_PTRACE, SYSLOG]
-        {{- end }}
+        {{- mustMergeOverwrite $security (deepCopy .Values.securityContext) | toYaml | nindent 8 }}
       volumeMounts:
         - name: config
           mountPath: /etc/scraper
@@ -138,11 +137,20 @@ spec:
           mountPath: /sys/kernel/debug
           readOnly: true
         {{- end }}
+        {{- with .Values.extraVolumeMounts }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
   volumes:
     - name: config
       configMap:
-        name: {{ include "scraper.fullname" . }}
-    {{- if not (and (eq .Values.mode "statefulset") .Values.store.persistence.enabled) }}
+        name: {{ include "scraper.configMapName" . }}
+    {{- if and (eq .Values.mode "daemonset") .Values.store.hostPath.enabled }}
+    # On the node, so the store outlives the pod; bounded by the store's retention and max_size.
+    - name: data
+      hostPath:
+        path: {{ .Values.store.hostPath.path | default (printf "/var/lib/scraper/%s/%s" .Release.Namespace .Release.Name) }}
+        type: {{ .Values.store.hostPath.type }}
+    {{- else if not (and (eq .Values.mode "statefulset") .Values.store.persistence.enabled) }}
     - name: data
       emptyDir:
         sizeLimit: {{ .Values.store.volume.sizeLimit }}
@@ -156,6 +164,9 @@ spec:
         path: /sys/kernel/debug
         type: Directory
     {{- end }}
+    {{- with .Values.extraVolumes }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
   {{- with .Values.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
@@ -168,4 +179,45 @@ spec:
   tolerations:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+{{- end -}}
+
+
+{{/* The pod's securityContext before podSecurityContext is merged over it. */}}
+{{- define "scraper.podSecurityContext" -}}
+{{- if or .Values.ebpf.enabled (and (eq .Values.mode "daemonset") .Values.store.hostPath.enabled) -}}
+{{- /* Root: the eBPF sampler needs it, and a hostPath directory is created root-owned by
+kubelet (fsGroup does not apply to hostPath). Capabilities stay dropped unless eBPF adds its
+four. */ -}}
+runAsUser: 0
+runAsGroup: 0
+seccompProfile:
+  type: RuntimeDefault
+{{- else -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+{{- end -}}
+
+{{/* The container's securityContext before securityContext is merged over it. */}}
+{{- define "scraper.containerSecurityContext" -}}
+readOnlyRootFilesystem: true
+{{- if and .Values.ebpf.enabled .Values.ebpf.privileged }}
+privileged: true
+{{- else }}
+allowPrivilegeEscalation: false
+capabilities:
+  drop: [ALL]
+  {{- if .Values.ebpf.enabled }}
+  {{- /* BPF+PERFMON load and attach the sampler, SYS_PTRACE reads other processes' binaries
+  through /proc/<pid>/root and SYSLOG reads kernel symbols. */}}
+  add: [BPF, PERFMON, SYS_PTRACE, SYSLOG]
+  {{- end }}
+{{- if not (or .Values.ebpf.enabled (and (eq .Values.mode "daemonset") .Values.store.hostPath.enabled)) }}
+runAsNonRoot: true
+{{- end }}
+{{- end }}
 {{- end -}}
