@@ -73,13 +73,17 @@ fn count(s: &Scraper, needle: &str) -> usize {
     s.logs().matches(needle).count()
 }
 
+/// Polls the logs until `needle` is in `n` lines; panics with the logs past the guard.
 fn wait_for_count(s: &Scraper, needle: &str, n: usize) {
-    let found = s.wait_for_log(GUARD, |_| (count(s, needle) >= n).then_some(()));
-    assert!(
-        found.is_some(),
-        "fewer than {n} lines with {needle:?}; logs:\n{}",
-        s.logs()
-    );
+    let deadline = Instant::now() + GUARD;
+    while count(s, needle) < n {
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {n} lines with {needle:?}; logs:\n{}",
+            s.logs()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[tokio::test]

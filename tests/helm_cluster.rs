@@ -390,7 +390,7 @@ fn config_changes_are_reloaded_not_restarted_by_default() {
     assert!(args(&objects).contains(&"--config.watch-interval=0s".to_owned()));
 
     // The old behaviour on request: the checksum of the rendered ConfigMap, changing with it.
-    let checksum = |sets: &[&str]| {
+    let checksum = |sets: &'static [&'static str]| {
         let objects = helm.objects(&Case {
             name: "restart",
             sets,
