@@ -698,7 +698,9 @@ fn compare(values: &Value, schema: &Value, root: &Value, path: &str, problems: &
         }
     }
     for k in props.keys() {
-        if !values.contains_key(k) && !(path.is_empty() && k == "global") {
+        // `global` is Helm's own, for subcharts.
+        let known = values.contains_key(k) || (path.is_empty() && k == "global");
+        if !known {
             problems.push(format!("{path}.{k}: in the schema, not in values.yaml"));
         }
     }
