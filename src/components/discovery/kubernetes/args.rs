@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::role::Role;
-use super::watcher::Timeouts;
+use crate::protocols::kubernetes::watcher::Timeouts;
 use crate::httpclient::{HttpClientConfig, WithHttpClient};
 use crate::syntax::types::Duration;
 
