@@ -2,6 +2,7 @@
 //! discover | version`.
 
 mod check;
+mod cluster;
 mod diff;
 mod discover;
 mod fmt;
@@ -96,6 +97,8 @@ pub(crate) struct RunArgs {
         env = "SCRAPER_MEMORY_LIMIT"
     )]
     memory_limit: String,
+    #[command(flatten)]
+    cluster: cluster::ClusterArgs,
 }
 
 /// A config file read and parsed for the offline debugging commands (`relabel`, `discover`).
