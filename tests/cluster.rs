@@ -196,11 +196,17 @@ struct Instance {
 
 impl Instance {
     fn start(n: u8, port: u16, dir: &Path, config: &Path, kubeconfig: &Path) -> Instance {
+        // A copy taken at the test's start: the shared target directory's binary may be
+        // rebuilt from another checkout while the test runs for minutes.
+        let binary = dir.join("scraper");
+        if !binary.exists() {
+            std::fs::copy(env!("CARGO_BIN_EXE_scraper"), &binary).expect("copy the binary");
+        }
         let addr = format!("127.0.0.{n}:{port}");
         let log = dir.join(format!("scraper-{n}-{}.log", now_secs() as u64));
         let out = std::fs::File::create(&log).expect("log file");
         let err = out.try_clone().expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_scraper"))
+        let child = Command::new(&binary)
             .arg("run")
             .arg(config)
             .arg(format!("--server.http.listen-addr={addr}"))

@@ -12,24 +12,34 @@ use super::Cluster;
 use super::events::{CheckFailed, PeerChanged};
 use crate::runtime::event::emit;
 
+/// The longest a starting instance owns nothing while waiting for its peers to be listed.
+const SETTLE_AT_MOST: Duration = Duration::from_secs(10);
+
 pub(super) async fn run(
     cluster: Cluster,
-    mut candidates: watch::Receiver<Vec<(String, String)>>,
+    mut candidates: watch::Receiver<Option<Vec<(String, String)>>>,
     http: reqwest::Client,
     interval: Duration,
     stop: CancellationToken,
 ) {
     let mut listed_changed = true;
+    // The ring is settled once the source has listed the candidates and a round of checks
+    // has run over them; or, should the source not answer, after `SETTLE_AT_MOST`.
+    let started = tokio::time::Instant::now();
+    let mut listed_once = false;
     loop {
         if listed_changed {
             let listed = candidates.borrow_and_update().clone();
-            let mut table = crate::sync::lock(&cluster.inner.table);
-            let transitions = table.set_candidates(&listed);
-            for t in &transitions {
-                emit(PeerChanged { transition: t });
-            }
-            if transitions.iter().any(|t| t.changes_members()) {
-                cluster.publish(&table);
+            if let Some(listed) = listed {
+                listed_once = true;
+                let mut table = crate::sync::lock(&cluster.inner.table);
+                let transitions = table.set_candidates(&listed);
+                for t in &transitions {
+                    emit(PeerChanged { transition: t });
+                }
+                if transitions.iter().any(|t| t.changes_members()) {
+                    cluster.publish(&table, false);
+                }
             }
         }
         let addresses: Vec<Arc<str>> = crate::sync::lock(&cluster.inner.table).addresses();
@@ -50,8 +60,16 @@ pub(super) async fn run(
                     changed |= t.changes_members();
                 }
             }
-            if changed {
-                cluster.publish(&table);
+            let settle = !cluster.membership().settled
+                && (listed_once || started.elapsed() >= SETTLE_AT_MOST);
+            if settle && !listed_once {
+                tracing::warn!(
+                    waited = ?SETTLE_AT_MOST,
+                    "the cluster's peers are not listed yet; sharing work with the peers known so far"
+                );
+            }
+            if changed || settle {
+                cluster.publish(&table, settle);
             }
         }
         listed_changed = tokio::select! {

@@ -94,7 +94,7 @@ pub fn candidates(slice: &EndpointSlice, port_name: &str) -> Vec<(String, String
 /// Watches the Service's slices until `stop`, sending the candidate list on each change.
 pub async fn run(
     service: ServiceRef,
-    out: watch::Sender<Vec<(String, String)>>,
+    out: watch::Sender<Option<Vec<(String, String)>>>,
     metrics: std::sync::Arc<ClusterMetrics>,
     stop: CancellationToken,
 ) {
@@ -186,9 +186,9 @@ pub async fn run(
             all.sort();
             all.dedup_by(|a, b| a.0 == b.0);
             out.send_if_modified(|cur| {
-                let differs = *cur != all;
+                let differs = cur.as_ref() != Some(&all);
                 if differs {
-                    *cur = all;
+                    *cur = Some(all);
                 }
                 differs
             });

@@ -79,6 +79,9 @@ pub struct View {
     pub local: ViewMember,
     /// Bumped on every membership change.
     pub version: u64,
+    /// False while a starting instance waits for its peers to be listed and checked (it owns
+    /// nothing then).
+    pub settled: bool,
     pub members: Vec<ViewMember>,
     /// Every candidate but this instance, with its checks.
     pub peers: Vec<Peer>,
@@ -118,7 +121,9 @@ impl Cluster {
         local: Member,
         metrics: Option<Arc<ClusterMetrics>>,
     ) -> Cluster {
-        let membership = watch::Sender::new(Arc::new(Membership::alone(local.clone())));
+        let alone = Membership::alone(local.clone());
+        let first = if enabled { alone.unsettled() } else { alone };
+        let membership = watch::Sender::new(Arc::new(first));
         Cluster {
             inner: Arc::new(Inner {
                 enabled,
@@ -157,7 +162,8 @@ impl Cluster {
             .user_agent(concat!("scraper/", env!("CARGO_PKG_VERSION"), " (cluster check)"))
             .build()
             .map_err(|e| ClusterError::Client(e.to_string()))?;
-        let (candidates_tx, candidates_rx) = watch::channel(Vec::new());
+        // `None` until the source has listed the candidates once.
+        let (candidates_tx, candidates_rx) = watch::channel(None);
         match options.source {
             Source::Kubernetes(service) => {
                 crate::runtime::task::spawn(
@@ -171,7 +177,7 @@ impl Cluster {
                     .filter(|a| *a != options.advertise_address)
                     .map(|a| (a.clone(), a))
                     .collect();
-                candidates_tx.send_replace(list);
+                candidates_tx.send_replace(Some(list));
                 // Keep the sender alive with the checks: dropped, `changed()` would fail.
                 let keep = stop.clone();
                 crate::runtime::task::spawn("cluster-static", async move {
@@ -235,6 +241,7 @@ impl Cluster {
             mode: self.inner.mode.clone(),
             local: member(&self.inner.local),
             version: membership.version,
+            settled: membership.settled,
             members: membership.members().iter().map(member).collect(),
             peers: crate::sync::lock(&self.inner.table).peers().cloned().collect(),
             components: crate::sync::lock(&self.inner.owned)
@@ -248,15 +255,17 @@ impl Cluster {
         }
     }
 
-    /// Publishes the table's members if they differ from the ring's.
-    fn publish(&self, table: &Table) {
+    /// Publishes the table's members if they differ from the ring's, or if the ring was not
+    /// settled and `settled` says it now is.
+    fn publish(&self, table: &Table, settled: bool) {
         let current = self.membership();
-        let next = Membership::new(
+        let mut next = Membership::new(
             self.inner.local.clone(),
             table.members(),
             current.version + 1,
         );
-        if next.same_members(&current) {
+        next.settled = current.settled || settled;
+        if next.same_members(&current) && next.settled == current.settled {
             return;
         }
         if let Some(metrics) = &self.inner.metrics {

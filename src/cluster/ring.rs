@@ -70,6 +70,10 @@ pub struct Membership {
     local: usize,
     /// Bumped on each change, for logs and the peers view.
     pub version: u64,
+    /// Whether the peers are known: the membership source has listed them once and each was
+    /// checked. Until then this instance owns nothing rather than everything, so that a
+    /// starting instance does not scrape the targets its peers are scraping.
+    pub settled: bool,
 }
 
 impl Membership {
@@ -79,6 +83,7 @@ impl Membership {
             members: vec![local],
             local: 0,
             version: 0,
+            settled: true,
         }
     }
 
@@ -99,6 +104,7 @@ impl Membership {
             members,
             local,
             version,
+            settled: true,
         }
     }
 
@@ -125,9 +131,15 @@ impl Membership {
         best
     }
 
-    /// Whether this instance owns `key`.
+    /// Whether this instance owns `key` (nothing before the ring is settled).
     pub fn owns(&self, key: u64) -> bool {
-        self.members.len() == 1 || std::ptr::eq(self.owner(key), self.local())
+        self.settled && (self.members.len() == 1 || std::ptr::eq(self.owner(key), self.local()))
+    }
+
+    /// This ring, not yet settled.
+    pub fn unsettled(mut self) -> Membership {
+        self.settled = false;
+        self
     }
 
     /// Whether both rings have the same members (names aside).
@@ -249,6 +261,8 @@ mod tests {
         let me = Member::new("127.0.0.1:4040", "me");
         let alone = Membership::alone(me.clone());
         assert!(keys(100).into_iter().all(|k| alone.owns(k)));
+        let starting = alone.clone().unsettled();
+        assert!(keys(100).into_iter().all(|k| !starting.owns(k)));
         let dup = Membership::new(me.clone(), [me.clone(), Member::new("127.0.0.1:4040", "x")], 3);
         assert_eq!(dup.members().len(), 1);
         assert!(dup.same_members(&alone));

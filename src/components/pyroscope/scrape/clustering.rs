@@ -65,8 +65,8 @@ pub struct Sharding {
     /// Keys of the targets given at the last sync, and of those kept.
     given: HashSet<u64>,
     owned: HashSet<u64>,
-    /// The ring the last sync used.
-    version: Option<u64>,
+    /// The ring the last sync used, and whether it was settled.
+    version: Option<(u64, bool)>,
     said_alone: bool,
     /// Whether the block asks for clustering (for the debug info).
     pub enabled: bool,
@@ -167,10 +167,14 @@ impl Sharding {
                 kept.push(t.clone());
             }
         }
-        let changed_ring = self.version.is_some_and(|v| v != membership.version);
+        // A move is a change between two settled rings: the first settled ring of a starting
+        // instance moves nothing here (its targets are baselines anyway).
+        let changed_ring = self
+            .version
+            .is_some_and(|(v, settled)| settled && v != membership.version);
         let previous_given = std::mem::replace(&mut self.given, given);
         let previous_owned = std::mem::replace(&mut self.owned, owned);
-        self.version = Some(membership.version);
+        self.version = Some((membership.version, membership.settled));
         cluster.report_owned(&self.component, self.owned.len(), self.given.len());
         self.metrics
             .owned
