@@ -51,7 +51,8 @@ fn target_index(ip: IpAddr) -> Option<usize> {
     match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();
-            (o[0] == 127 && o[1] == 20 && o[3] >= 1).then(|| o[2] as usize * 250 + o[3] as usize - 1)
+            (o[0] == 127 && o[1] == 20 && o[3] >= 1)
+                .then(|| o[2] as usize * 250 + o[3] as usize - 1)
         }
         IpAddr::V6(_) => None,
     }
@@ -210,7 +211,10 @@ impl Instance {
             .arg("run")
             .arg(config)
             .arg(format!("--server.http.listen-addr={addr}"))
-            .arg(format!("--storage.path={}", dir.join(format!("data-{n}")).display()))
+            .arg(format!(
+                "--storage.path={}",
+                dir.join(format!("data-{n}")).display()
+            ))
             .arg("--memory.limit=0")
             .arg("--cluster.enabled")
             .arg("--cluster.kubernetes-service=default/scrapers")
@@ -251,10 +255,15 @@ async fn wait_members(http: &reqwest::Client, instances: &[&Instance], port: u16
     let deadline = Instant::now() + Duration::from_secs(90);
     for inst in instances {
         loop {
-            let view: Option<serde_json::Value> = match http.get(inst.url(port, "/api/v0/web/peers")).send().await {
-                Ok(r) if r.status().is_success() => r.text().await.ok().and_then(|t| serde_json::from_str(&t).ok()),
-                _ => None,
-            };
+            let view: Option<serde_json::Value> =
+                match http.get(inst.url(port, "/api/v0/web/peers")).send().await {
+                    Ok(r) if r.status().is_success() => r
+                        .text()
+                        .await
+                        .ok()
+                        .and_then(|t| serde_json::from_str(&t).ok()),
+                    _ => None,
+                };
             let seen = view
                 .as_ref()
                 .and_then(|v| v["members"].as_array())
@@ -288,7 +297,9 @@ async fn hits_settled(targets: &Targets) -> Vec<Hit> {
 fn series(hits: &[Hit], from: f64, to: f64) -> HashMap<(u16, u8), Vec<(f64, u8)>> {
     let mut out: HashMap<(u16, u8), Vec<(f64, u8)>> = HashMap::new();
     for h in hits.iter().filter(|h| h.at >= from && h.at < to) {
-        out.entry((h.target, h.kind)).or_default().push((h.at, h.instance));
+        out.entry((h.target, h.kind))
+            .or_default()
+            .push((h.at, h.instance));
     }
     for v in out.values_mut() {
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -343,14 +354,23 @@ fn steady(name: &str, hits: &[Hit], from: f64, to: f64) -> HashMap<u16, u8> {
     );
     assert_eq!(missing, 0, "{name}: target x types never scraped");
     assert_eq!(gaps, 0, "{name}: target x types that missed an interval");
-    assert_eq!(double, 0, "{name}: target x types scraped twice in one interval");
-    assert_eq!(split, 0, "{name}: targets scraped by more than one instance");
+    assert_eq!(
+        double, 0,
+        "{name}: target x types scraped twice in one interval"
+    );
+    assert_eq!(
+        split, 0,
+        "{name}: targets scraped by more than one instance"
+    );
     assert_eq!(owners.len(), TARGETS, "{name}: targets never scraped");
     owners
 }
 
 fn moved(before: &HashMap<u16, u8>, after: &HashMap<u16, u8>) -> f64 {
-    let n = before.iter().filter(|(t, o)| after.get(t) != Some(o)).count();
+    let n = before
+        .iter()
+        .filter(|(t, o)| after.get(t) != Some(o))
+        .count();
     n as f64 / TARGETS as f64 * 100.0
 }
 
@@ -366,7 +386,9 @@ async fn targets_are_shared_by_the_live_peers_and_move_minimally() {
     let kubeconfig = fake.kubeconfig(dir.path());
 
     // The targets.
-    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.expect("bind targets");
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0")
+        .await
+        .expect("bind targets");
     let tport = listener.local_addr().expect("addr").port();
     let profile = support::profile_server::heap_versions(4, 1)
         .into_iter()
@@ -376,9 +398,7 @@ async fn targets_are_shared_by_the_live_peers_and_move_minimally() {
         profile,
         ..Default::default()
     });
-    let app = Router::new()
-        .fallback(serve)
-        .with_state(targets.clone());
+    let app = Router::new().fallback(serve).with_state(targets.clone());
     let make: IntoMakeServiceWithConnectInfo<Router, LocalAddr> =
         app.into_make_service_with_connect_info::<LocalAddr>();
     let server = tokio::spawn(async move {
@@ -440,7 +460,10 @@ async fn targets_are_shared_by_the_live_peers_and_move_minimally() {
         "kill: {orphaned} targets orphaned, all taken over within {takeover:.2} s ({:.2} intervals), never taken over {late}, double scrapes {kill_doubles}",
         takeover / INTERVAL as f64
     );
-    assert_eq!(late, 0, "targets of the killed instance never scraped again");
+    assert_eq!(
+        late, 0,
+        "targets of the killed instance never scraped again"
+    );
     assert!(
         takeover <= 2.0 * INTERVAL as f64,
         "takeover took {takeover:.2} s, more than two intervals"
@@ -448,7 +471,12 @@ async fn targets_are_shared_by_the_live_peers_and_move_minimally() {
     let t2 = now_secs();
     wait_intervals(2).await;
     let t2e = now_secs();
-    let two = steady("two peers after the kill", &hits_settled(&targets).await, t2, t2e);
+    let two = steady(
+        "two peers after the kill",
+        &hits_settled(&targets).await,
+        t2,
+        t2e,
+    );
 
     // 3. The killed pod comes back (as Kubernetes would restart it).
     let t_back = now_secs();
@@ -513,9 +541,19 @@ async fn targets_are_shared_by_the_live_peers_and_move_minimally() {
         .filter(|l| l.starts_with("pyroscope_scrape_rebaselines_total"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
-    println!("instance {}: pyroscope_scrape_rebaselines_total {rebaselines}", b.n);
-    assert!(rebaselines > 0.0, "the killed instance's memory series re-baselined elsewhere");
-    assert_eq!(*targets.unknown.lock().unwrap(), 0, "scrapes not attributable");
+    println!(
+        "instance {}: pyroscope_scrape_rebaselines_total {rebaselines}",
+        b.n
+    );
+    assert!(
+        rebaselines > 0.0,
+        "the killed instance's memory series re-baselined elsewhere"
+    );
+    assert_eq!(
+        *targets.unknown.lock().unwrap(),
+        0,
+        "scrapes not attributable"
+    );
     server.abort();
     drop((a, b, c, d));
 }

@@ -57,7 +57,9 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
         .with_context(|| format!("failed to listen on {}", args.listen_addr))?;
     // The cluster service needs the address peers reach us at, hence after listening.
     let stop_cluster = CancellationToken::new();
-    let listening = listener.local_addr().context("reading the listen address")?;
+    let listening = listener
+        .local_addr()
+        .context("reading the listen address")?;
     let cluster = args
         .cluster
         .start(listening, &metrics, stop_cluster.clone())?;

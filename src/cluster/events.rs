@@ -79,7 +79,9 @@ impl InternalEvent for PeerChanged<'_> {
                 address,
                 name,
                 was_down: true,
-            } => tracing::info!(peer = %name, address = %address, "cluster peer reachable again; back in the ring"),
+            } => {
+                tracing::info!(peer = %name, address = %address, "cluster peer reachable again; back in the ring")
+            }
             Transition::Unreachable {
                 address,
                 name,
@@ -97,7 +99,9 @@ impl InternalEvent for PeerChanged<'_> {
                 address,
                 name,
                 was_member,
-            } => tracing::info!(peer = %name, address = %address, was_member, "cluster peer no longer listed; removed"),
+            } => {
+                tracing::info!(peer = %name, address = %address, was_member, "cluster peer no longer listed; removed")
+            }
         }
     }
 }

@@ -67,11 +67,7 @@ pub fn candidates(slice: &EndpointSlice, port_name: &str) -> Vec<(String, String
     };
     let mut out = Vec::new();
     for ep in slice.endpoints.iter().flatten() {
-        let ready = ep
-            .conditions
-            .as_ref()
-            .and_then(|c| c.ready)
-            .unwrap_or(true);
+        let ready = ep.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true);
         if !ready {
             continue;
         }
@@ -213,7 +209,8 @@ mod tests {
 
     #[test]
     fn service_refs_parse() {
-        let cases: &[(&str, Option<(Option<&str>, &str)>)] = &[
+        type Parsed<'a> = Option<(Option<&'a str>, &'a str)>;
+        let cases: &[(&str, Parsed)] = &[
             ("ns/name", Some((Some("ns"), "name"))),
             ("name", Some((None, "name"))),
             ("a.b/c-d", Some((Some("a.b"), "c-d"))),
@@ -224,7 +221,9 @@ mod tests {
         ];
         for (s, want) in cases {
             let got = ServiceRef::parse(s, "http-metrics").ok();
-            let got = got.as_ref().map(|r| (r.namespace.as_deref(), r.name.as_str()));
+            let got = got
+                .as_ref()
+                .map(|r| (r.namespace.as_deref(), r.name.as_str()));
             assert_eq!(got, *want, "{s}");
         }
     }

@@ -26,11 +26,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use self::events::ClusterMetrics;
 pub use self::kubernetes::ServiceRef;
+use self::peers::Table;
 pub use self::peers::{Peer, State};
 pub use self::ring::{Member, Membership, target_key};
-use self::events::ClusterMetrics;
-use self::peers::Table;
 use crate::runtime::MetricsRegistry;
 
 /// Where the candidate peers come from.
@@ -112,7 +112,12 @@ pub enum ClusterError {
 impl Cluster {
     /// A ring of this instance alone, that never changes (`--cluster.enabled` off).
     pub fn alone(node_name: &str, address: &str) -> Cluster {
-        Cluster::new(false, "disabled".into(), Member::new(address, node_name), None)
+        Cluster::new(
+            false,
+            "disabled".into(),
+            Member::new(address, node_name),
+            None,
+        )
     }
 
     fn new(
@@ -147,7 +152,10 @@ impl Cluster {
         let mode = match &options.source {
             Source::Kubernetes(s) => format!(
                 "kubernetes {}{} (port {})",
-                s.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default(),
+                s.namespace
+                    .as_deref()
+                    .map(|n| format!("{n}/"))
+                    .unwrap_or_default(),
                 s.name,
                 s.port_name
             ),
@@ -159,7 +167,11 @@ impl Cluster {
             .timeout(options.check_timeout)
             .connect_timeout(options.check_timeout)
             .no_proxy()
-            .user_agent(concat!("scraper/", env!("CARGO_PKG_VERSION"), " (cluster check)"))
+            .user_agent(concat!(
+                "scraper/",
+                env!("CARGO_PKG_VERSION"),
+                " (cluster check)"
+            ))
             .build()
             .map_err(|e| ClusterError::Client(e.to_string()))?;
         // `None` until the source has listed the candidates once.
@@ -205,6 +217,24 @@ impl Cluster {
         Ok(cluster)
     }
 
+    /// An enabled cluster whose members are set by the caller (`set_members`): for tests of
+    /// the components that use it.
+    #[cfg(test)]
+    pub(crate) fn fixed(local: Member) -> Cluster {
+        let c = Cluster::new(true, "test".into(), local, None);
+        c.inner
+            .membership
+            .send_modify(|m| *m = Arc::new((**m).clone().settled_now()));
+        c
+    }
+
+    #[cfg(test)]
+    pub(crate) fn set_members(&self, members: Vec<Member>) {
+        let version = self.membership().version + 1;
+        let next = Membership::new(self.inner.local.clone(), members, version);
+        self.inner.membership.send_replace(Arc::new(next));
+    }
+
     /// Whether `--cluster.enabled` was given.
     pub fn enabled(&self) -> bool {
         self.inner.enabled
@@ -243,7 +273,10 @@ impl Cluster {
             version: membership.version,
             settled: membership.settled,
             members: membership.members().iter().map(member).collect(),
-            peers: crate::sync::lock(&self.inner.table).peers().cloned().collect(),
+            peers: crate::sync::lock(&self.inner.table)
+                .peers()
+                .cloned()
+                .collect(),
             components: crate::sync::lock(&self.inner.owned)
                 .iter()
                 .map(|(c, (owned, total))| ViewOwned {

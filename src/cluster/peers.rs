@@ -53,11 +53,24 @@ fn ser_time<S: serde::Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok,
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Transition {
     /// Answered for the first time, or again after being down: now a member.
-    Joined { address: Arc<str>, name: Arc<str>, was_down: bool },
+    Joined {
+        address: Arc<str>,
+        name: Arc<str>,
+        was_down: bool,
+    },
     /// Failed [`FAILURES_TO_LEAVE`] checks in a row: out of the ring.
-    Unreachable { address: Arc<str>, name: Arc<str>, error: String, was_member: bool },
+    Unreachable {
+        address: Arc<str>,
+        name: Arc<str>,
+        error: String,
+        was_member: bool,
+    },
     /// No longer listed by the membership source.
-    Removed { address: Arc<str>, name: Arc<str>, was_member: bool },
+    Removed {
+        address: Arc<str>,
+        name: Arc<str>,
+        was_member: bool,
+    },
 }
 
 impl Transition {
@@ -82,7 +95,8 @@ impl Table {
     /// Replaces the candidates with `listed` (address, name); new ones start `Joining`.
     pub fn set_candidates(&mut self, listed: &[(String, String)]) -> Vec<Transition> {
         let mut out = Vec::new();
-        let keep: std::collections::HashSet<&str> = listed.iter().map(|(a, _)| a.as_str()).collect();
+        let keep: std::collections::HashSet<&str> =
+            listed.iter().map(|(a, _)| a.as_str()).collect();
         self.peers.retain(|address, p| {
             if keep.contains(&**address) {
                 return true;
@@ -179,17 +193,30 @@ mod tests {
     use super::*;
 
     fn listed(addrs: &[&str]) -> Vec<(String, String)> {
-        addrs.iter().map(|a| (a.to_string(), format!("pod-{a}"))).collect()
+        addrs
+            .iter()
+            .map(|a| (a.to_string(), format!("pod-{a}")))
+            .collect()
     }
 
     fn kind(t: &Transition) -> &'static str {
         match t {
-            Transition::Joined { was_down: false, .. } => "joined",
+            Transition::Joined {
+                was_down: false, ..
+            } => "joined",
             Transition::Joined { was_down: true, .. } => "back",
-            Transition::Unreachable { was_member: true, .. } => "left",
-            Transition::Unreachable { was_member: false, .. } => "never-reached",
-            Transition::Removed { was_member: true, .. } => "removed-member",
-            Transition::Removed { was_member: false, .. } => "removed",
+            Transition::Unreachable {
+                was_member: true, ..
+            } => "left",
+            Transition::Unreachable {
+                was_member: false, ..
+            } => "never-reached",
+            Transition::Removed {
+                was_member: true, ..
+            } => "removed-member",
+            Transition::Removed {
+                was_member: false, ..
+            } => "removed",
         }
     }
 
@@ -202,7 +229,9 @@ mod tests {
         let mut t = Table::default();
         assert!(t.set_candidates(&listed(&["a:1", "b:1"])).is_empty());
         assert!(t.members().is_empty(), "unchecked peers are not members");
-        let steps: Vec<(&str, Result<(), String>, Option<&str>, usize)> = vec![
+        // (peer, check result, transition, members after)
+        type Step<'a> = (&'a str, Result<(), String>, Option<&'a str>, usize);
+        let steps: Vec<Step> = vec![
             ("a:1", ok(), Some("joined"), 1),
             ("b:1", err(), None, 1),
             ("b:1", err(), None, 1),
@@ -223,7 +252,10 @@ mod tests {
             assert_eq!(t.members().len(), members, "step {i}");
         }
         let removed = t.set_candidates(&listed(&["a:1"]));
-        assert_eq!(removed.iter().map(kind).collect::<Vec<_>>(), ["removed-member"]);
+        assert_eq!(
+            removed.iter().map(kind).collect::<Vec<_>>(),
+            ["removed-member"]
+        );
         assert!(removed[0].changes_members());
         assert!(t.members().is_empty());
         assert_eq!(t.addresses().len(), 1);

@@ -136,6 +136,12 @@ impl Membership {
         self.settled && (self.members.len() == 1 || std::ptr::eq(self.owner(key), self.local()))
     }
 
+    #[cfg(test)]
+    pub(crate) fn settled_now(mut self) -> Membership {
+        self.settled = true;
+        self
+    }
+
     /// This ring, not yet settled.
     pub fn unsettled(mut self) -> Membership {
         self.settled = false;
@@ -263,7 +269,11 @@ mod tests {
         assert!(keys(100).into_iter().all(|k| alone.owns(k)));
         let starting = alone.clone().unsettled();
         assert!(keys(100).into_iter().all(|k| !starting.owns(k)));
-        let dup = Membership::new(me.clone(), [me.clone(), Member::new("127.0.0.1:4040", "x")], 3);
+        let dup = Membership::new(
+            me.clone(),
+            [me.clone(), Member::new("127.0.0.1:4040", "x")],
+            3,
+        );
         assert_eq!(dup.members().len(), 1);
         assert!(dup.same_members(&alone));
         assert_eq!(&*dup.local().name, "me");

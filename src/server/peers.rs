@@ -37,7 +37,11 @@ fn render(v: &View) -> String {
             "<p class=\"muted\">Clustering is off (<code>--cluster.enabled</code>): this instance is the only peer.</p>\n",
         );
     }
-    let _ = writeln!(out, "<h2>Members ({})</h2>\n<table><tr><th>name</th><th>address</th></tr>", v.members.len());
+    let _ = writeln!(
+        out,
+        "<h2>Members ({})</h2>\n<table><tr><th>name</th><th>address</th></tr>",
+        v.members.len()
+    );
     for m in &v.members {
         let _ = writeln!(
             out,

@@ -19,8 +19,8 @@ use http_body_util::BodyExt as _;
 
 use super::args::Options;
 use crate::httpclient::{HttpClient, HttpClientConfig};
-pub use crate::protocols::kubernetes::{Built, ClientError};
 use crate::protocols::kubernetes::client as kube_client;
+pub use crate::protocols::kubernetes::{Built, ClientError};
 
 /// Builds the client the options ask for: `api_server` here, the rest in
 /// `protocols::kubernetes::client`.

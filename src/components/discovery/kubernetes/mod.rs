@@ -59,7 +59,6 @@ mod state;
 mod testutil;
 mod watch;
 
-
 use self::events::{
     ClientSetupFailed, ClientSetupRecovered, WatchExpired, WatchFailed, WatchRecovered,
 };
@@ -74,12 +73,12 @@ use tokio::sync::watch as channel;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::protocols::kubernetes::{Failure, FailureReason, Timeouts};
 pub use args::{Arguments, AttachMetadata, Namespaces, Options, Selector};
 pub use cache::{Cache, Caches, Key};
 pub use client::{Built as BuiltClient, ClientError, build as build_client};
 pub use role::{Affected, Resource, Role};
 pub use state::{EventKind, Object, Scope, State, WatchEvent};
-pub use crate::protocols::kubernetes::{Failure, FailureReason, Timeouts};
 
 use crate::labels::LabelSet;
 use crate::runtime::health::{Health, HealthState};

@@ -204,7 +204,10 @@ impl Sharding {
 
     /// For the debug info: (owned, given, peers), when clustering applies.
     pub fn counts(&self) -> Option<(usize, usize, usize)> {
-        let c = self.cluster.as_ref().filter(|c| self.enabled && c.enabled())?;
+        let c = self
+            .cluster
+            .as_ref()
+            .filter(|c| self.enabled && c.enabled())?;
         Some((
             self.owned.len(),
             self.given.len(),
@@ -224,5 +227,104 @@ impl Sharding {
             l.push(("direction".into(), d.into()));
             self.metrics.moved.remove(&l);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::cluster::Member;
+    use crate::labels::LabelSet;
+    use crate::targets::Shared;
+
+    fn targets(n: usize) -> Vec<DiscoveredTarget> {
+        (0..n)
+            .map(|i| {
+                let addr = format!("10.0.{}.{}:6060", i / 200, i % 200);
+                let set: LabelSet = [
+                    ("__address__", addr.as_str()),
+                    (
+                        "__meta_kubernetes_pod_phase",
+                        if i % 2 == 0 { "Running" } else { "Pending" },
+                    ),
+                ]
+                .into_iter()
+                .collect();
+                DiscoveredTarget::from(Shared(Arc::new(set)))
+            })
+            .collect()
+    }
+
+    fn members(n: u8) -> Vec<Member> {
+        (0..n)
+            .map(|i| Member::new(&format!("10.9.0.{i}:4040"), &format!("p{i}")))
+            .collect()
+    }
+
+    #[test]
+    fn peers_split_the_targets_and_a_join_moves_about_a_quarter() {
+        let registry = MetricsRegistry::new();
+        let all = targets(1_000);
+        let mut views: Vec<(Cluster, Sharding)> = members(3)
+            .into_iter()
+            .map(|m| {
+                let c = Cluster::fixed(m.clone());
+                c.set_members(members(3));
+                let s = Sharding::new(
+                    Some(c.clone()),
+                    &format!("pyroscope.scrape.{}", m.name),
+                    &registry,
+                );
+                (c, s)
+            })
+            .collect();
+        let mut owners: HashMap<String, usize> = HashMap::new();
+        for (i, (_, s)) in views.iter_mut().enumerate() {
+            let kept = s.filter(&all, true, 1).unwrap_or_default();
+            for t in kept {
+                let addr = t
+                    .labels
+                    .0
+                    .get("__address__")
+                    .unwrap_or_default()
+                    .to_string();
+                assert!(owners.insert(addr, i).is_none(), "a target kept twice");
+            }
+        }
+        assert_eq!(owners.len(), all.len(), "every target kept once");
+        // A fourth peer: each instance gives it about a quarter of its targets, takes none.
+        let mut moved_out = 0;
+        for (c, s) in &mut views {
+            let before = s.owned.len();
+            c.set_members(members(4));
+            let after = s.filter(&all, true, 1).map_or(0, |k| k.len());
+            assert!(after <= before);
+            moved_out += before - after;
+        }
+        let share = moved_out as f64 / all.len() as f64;
+        assert!((0.18..0.32).contains(&share), "{share}");
+        let text = registry.encode().unwrap_or_default();
+        let rebaselines = text
+            .lines()
+            .filter(|l| l.starts_with("pyroscope_scrape_rebaselines_total"))
+            .count();
+        assert!(rebaselines >= 3, "{text}");
+    }
+
+    #[test]
+    fn without_the_block_or_the_flag_every_target_is_kept() {
+        let registry = MetricsRegistry::new();
+        let all = targets(10);
+        let c = Cluster::fixed(Member::new("a:1", "a"));
+        c.set_members(vec![Member::new("b:1", "b")]);
+        let mut s = Sharding::new(Some(c), "x", &registry);
+        assert!(s.filter(&all, false, 1).is_none());
+        let mut alone = Sharding::new(Some(Cluster::alone("a", "a:1")), "y", &registry);
+        assert!(alone.filter(&all, true, 1).is_none());
+        let mut none = Sharding::new(None, "z", &registry);
+        assert!(none.filter(&all, true, 1).is_none());
+        assert!(s.filter(&all, true, 1).is_some_and(|k| k.len() < all.len()));
     }
 }
