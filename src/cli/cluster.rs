@@ -99,8 +99,11 @@ impl ClusterArgs {
             node_name,
             advertise_address: advertise,
             source,
+            // A killed peer refuses connections at once, so it is out after three rounds (about
+            // 3 s); the timeout only matters for a hung or overloaded one, which gets 2 s per
+            // check so that a busy peer is not taken for a dead one.
             check_interval: Duration::from_secs(1),
-            check_timeout: Duration::from_secs(1),
+            check_timeout: Duration::from_secs(2),
         };
         Cluster::start(options, registry, stop).context("starting the cluster service")
     }
