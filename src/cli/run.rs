@@ -99,6 +99,7 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
     if let Err(e) = controller.load_file(&args.file).await {
         eprint!("{}", e.render());
         stop_server.cancel();
+        stop_cluster.cancel();
         controller.shutdown().await;
         bail!("could not perform the initial load successfully");
     }
