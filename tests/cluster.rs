@@ -561,6 +561,20 @@ async fn targets_are_shared_by_the_live_peers_and_move_minimally() {
     let owned = view["components"][0]["owned"].as_u64().unwrap_or(0);
     let owned_by_d = four.values().filter(|o| **o == d.n).count() as u64;
     assert_eq!(owned, owned_by_d, "{view}");
+    let page = http
+        .get(d.url(port, "/cluster"))
+        .send()
+        .await
+        .expect("cluster page")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        page.contains("Members (4)")
+            && page.contains("scraper-3")
+            && page.contains("pyroscope.scrape.cluster"),
+        "{page}"
+    );
     let metrics = http
         .get(b.url(port, "/metrics"))
         .send()
