@@ -4,6 +4,7 @@
 
 pub mod budget;
 pub mod cli;
+pub mod cluster;
 pub mod components;
 pub mod diff;
 pub mod gocompat;

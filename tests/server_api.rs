@@ -38,6 +38,7 @@ impl TestServer {
             stores: Default::default(),
             budget: scraper::budget::Budget::unlimited(),
             types: Default::default(),
+            cluster: scraper::cluster::Cluster::alone("test", "127.0.0.1:0"),
         };
         let task = tokio::spawn(serve(listener, state, stop.clone()));
         TestServer { base, stop, task }

@@ -2,6 +2,7 @@
 //! discover | version`.
 
 mod check;
+mod cluster;
 mod diff;
 mod discover;
 mod fmt;
@@ -105,6 +106,8 @@ pub(crate) struct RunArgs {
         value_name = "DURATION"
     )]
     config_watch_interval: crate::syntax::types::Duration,
+    #[command(flatten)]
+    cluster: cluster::ClusterArgs,
 }
 
 /// A config file read and parsed for the offline debugging commands (`relabel`, `discover`).

@@ -52,6 +52,18 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
     // One registry of open stores, shared by the `pyroscope.store` components (which join it)
     // and the server (which records marks in them).
     let stores = OpenStores::default();
+    // Listen before loading, as Alloy does: `/-/ready` answers 503 while the config loads.
+    let listener = TcpListener::bind(&args.listen_addr)
+        .await
+        .with_context(|| format!("failed to listen on {}", args.listen_addr))?;
+    // The cluster service needs the address peers reach us at, hence after listening.
+    let stop_cluster = CancellationToken::new();
+    let listening = listener
+        .local_addr()
+        .context("reading the listen address")?;
+    let cluster = args
+        .cluster
+        .start(listening, &metrics, stop_cluster.clone())?;
     let controller = Controller::new(ControllerOptions {
         registry: components::builtin(),
         storage_path: args.storage_path.clone(),
@@ -59,12 +71,9 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
         logging: Some(logging),
         services: Services::default()
             .with(budget.clone())
-            .with(stores.clone()),
+            .with(stores.clone())
+            .with(cluster.clone()),
     });
-    // Listen before loading, as Alloy does: `/-/ready` answers 503 while the config loads.
-    let listener = TcpListener::bind(&args.listen_addr)
-        .await
-        .with_context(|| format!("failed to listen on {}", args.listen_addr))?;
     // Said here, before anything else can fail, rather than in the server's task: a config
     // that fails to load ends the process before a spawned task is sure to have run.
     if let Ok(addr) = listener.local_addr() {
@@ -76,6 +85,7 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
         stores,
         budget,
         types: Default::default(),
+        cluster,
     };
     let stop_server = CancellationToken::new();
     let mut server = crate::runtime::task::spawn(
@@ -92,6 +102,7 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
     if let Err(e) = controller.load_file(&args.file).await {
         eprint!("{}", e.render());
         stop_server.cancel();
+        stop_cluster.cancel();
         controller.shutdown().await;
         bail!("could not perform the initial load successfully");
     }
@@ -115,6 +126,7 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
     };
     tracing::info!("shutting down");
     stop_server.cancel();
+    stop_cluster.cancel();
     controller.shutdown().await;
     let result = match server_result {
         Some(result) => result,

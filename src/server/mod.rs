@@ -24,6 +24,7 @@ mod lifecycle;
 mod marks;
 mod metrics;
 mod page;
+mod peers;
 mod pprof;
 mod querier;
 mod self_profiles;
@@ -60,6 +61,8 @@ pub struct AppState {
     pub budget: Budget,
     /// The profile types of stored series, learnt once per series by the querier API.
     pub types: std::sync::Arc<crate::query::types::TypeCache>,
+    /// The cluster service: the peers view (`/api/v0/web/peers`, `/cluster`).
+    pub cluster: crate::cluster::Cluster,
 }
 
 impl AppState {
@@ -83,6 +86,8 @@ pub fn router(state: AppState) -> Router {
         .route("/-/ready", get(lifecycle::ready))
         .route("/-/healthy", get(lifecycle::healthy))
         .route("/-/reload", get(lifecycle::reload).post(lifecycle::reload))
+        .route("/cluster", get(peers::page))
+        .route("/api/v0/web/peers", get(peers::api))
         .route("/api/v0/web/components", get(api::list))
         .route("/api/v0/web/components/{id}", get(api::get))
         .route("/api/v0/marks", explore::marks_list().post(marks::create))

@@ -25,10 +25,11 @@ form.filter input,form.filter select{font:inherit;padding:3px 6px}\
 td.error{min-width:24em;max-width:48em}";
 
 /// The pages of the top bar: `(path, label)`.
-const NAV: [(&str, &str); 5] = [
+const NAV: [(&str, &str); 6] = [
     ("/", "Components"),
     ("/explore", "Explore"),
     ("/targets", "Targets"),
+    ("/cluster", "Cluster"),
     ("/metrics", "Metrics"),
     ("/debug/pprof/", "Profile scraper"),
 ];

@@ -4,8 +4,8 @@
 use serde::Deserialize;
 
 use super::role::Role;
-use super::watcher::Timeouts;
 use crate::httpclient::{HttpClientConfig, WithHttpClient};
+use crate::protocols::kubernetes::watcher::Timeouts;
 use crate::syntax::types::Duration;
 
 /// The whole block: our options plus the HTTP client arguments, squashed into the top level

@@ -16,45 +16,18 @@ use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
 use http_body_util::BodyExt as _;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::args::Options;
 use crate::httpclient::{HttpClient, HttpClientConfig};
+use crate::protocols::kubernetes::client as kube_client;
+pub use crate::protocols::kubernetes::{Built, ClientError};
 
-/// Why no client could be built.
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("invalid api_server {url:?}: {reason}")]
-    ApiServer { url: String, reason: String },
-    #[error(transparent)]
-    Http(#[from] crate::httpclient::HttpClientError),
-    #[error("reading kubeconfig_file {path}: {source}")]
-    Kubeconfig {
-        path: PathBuf,
-        source: kube::config::KubeconfigError,
-    },
-    #[error(
-        "no api_server or kubeconfig_file, not in a cluster (KUBERNETES_SERVICE_HOST is unset), and no usable kubeconfig: {0}"
-    )]
-    NoConfig(String),
-    #[error("in-cluster configuration: {0}")]
-    InCluster(String),
-    #[error("building Kubernetes client: {0}")]
-    Build(String),
-}
-
-/// Where a client points, for logs and `scraper discover`.
-#[derive(Clone)]
-pub struct Built {
-    pub client: kube::Client,
-    /// `api_server`, `kubeconfig_file <path>`, `in-cluster` or `kubeconfig (default)`.
-    pub source: String,
-}
-
-/// Builds the client the options ask for.
+/// Builds the client the options ask for: `api_server` here, the rest in
+/// `protocols::kubernetes::client`.
 pub async fn build(options: &Options, http: &HttpClientConfig) -> Result<Built, ClientError> {
     if !options.api_server.is_empty() {
-        let client = HttpClient::new(http, crate::httpclient::USER_AGENT)?;
+        let client = HttpClient::new(http, crate::httpclient::USER_AGENT)
+            .map_err(|e| ClientError::Http(e.to_string()))?;
         let service = ReqwestService::new(&options.api_server, Arc::new(client))?;
         return Ok(Built {
             client: kube::Client::new(service, "default"),
@@ -62,53 +35,9 @@ pub async fn build(options: &Options, http: &HttpClientConfig) -> Result<Built, 
         });
     }
     if !options.kubeconfig_file.is_empty() {
-        let path = PathBuf::from(&options.kubeconfig_file);
-        let kc = Kubeconfig::read_from(&path).map_err(|source| ClientError::Kubeconfig {
-            path: path.clone(),
-            source,
-        })?;
-        let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-            .await
-            .map_err(|source| ClientError::Kubeconfig {
-                path: path.clone(),
-                source,
-            })?;
-        return Ok(Built {
-            client: from_config(config)?,
-            source: format!("kubeconfig_file {}", path.display()),
-        });
+        return kube_client::from_kubeconfig_file(&PathBuf::from(&options.kubeconfig_file)).await;
     }
-    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
-        let config =
-            kube::Config::incluster().map_err(|e| ClientError::InCluster(e.to_string()))?;
-        return Ok(Built {
-            client: from_config(config)?,
-            source: "in-cluster".to_string(),
-        });
-    }
-    let config = kube::Config::from_kubeconfig(&KubeConfigOptions::default())
-        .await
-        .map_err(|e| ClientError::NoConfig(e.to_string()))?;
-    Ok(Built {
-        client: from_config(config)?,
-        source: "kubeconfig (KUBECONFIG or ~/.kube/config)".to_string(),
-    })
-}
-
-fn from_config(mut config: kube::Config) -> Result<kube::Client, ClientError> {
-    // kube sets no read timeout (`read_timeout` is `None`), so a connection that is accepted
-    // and never answers would hold a request forever. Adding one here would not fit watches,
-    // which rightly stay silent for minutes: every list and watch is bounded where it is made
-    // instead (`watcher::Timeouts`), for this client and the `api_server` one alike.
-    config.headers.push((
-        http::header::USER_AGENT,
-        header_value(crate::httpclient::USER_AGENT),
-    ));
-    kube::Client::try_from(config).map_err(|e| ClientError::Build(e.to_string()))
-}
-
-fn header_value(s: &str) -> http::HeaderValue {
-    http::HeaderValue::from_str(s).unwrap_or_else(|_| http::HeaderValue::from_static("scraper"))
+    kube_client::default_client().await
 }
 
 /// kube's client over our reqwest client: kube builds requests with paths relative to the

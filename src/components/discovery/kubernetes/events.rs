@@ -10,7 +10,7 @@ use std::fmt::Display;
 
 use super::metrics::{ComponentMetrics, Reason};
 use super::outage::Outage;
-use super::watcher::Failure;
+use crate::protocols::kubernetes::watcher::Failure;
 use crate::runtime::event::InternalEvent;
 
 /// The Kubernetes client could not be built (kubeconfig, credentials, namespaces); retried.

@@ -16,7 +16,7 @@ use prometheus_client::registry::Registry;
 
 use super::role::Resource;
 use super::state::EventKind;
-use super::watcher::FailureReason;
+use crate::protocols::kubernetes::watcher::FailureReason;
 use crate::runtime::metrics::{Labels, MetricsRegistry, component_labels};
 
 /// Why `discovery_kubernetes_failures_total` counted: a list or watch failure, or the client

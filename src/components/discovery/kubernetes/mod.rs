@@ -34,8 +34,8 @@
 //!   have synced.
 //!
 //! Layout: [`args`] (the block), `client` (which server, which credentials), `watch` (one
-//! list+watch per resource and namespace), `watcher` (that list+watch loop: timeouts, relists,
-//! backoff), `outage` (which watches are failing, for health and logs), `state` (caches,
+//! list+watch per resource and namespace, over `protocols::kubernetes::watcher`: that loop's
+//! timeouts, relists and backoff), `outage` (which watches are failing, for health and logs), `state` (caches,
 //! groups, relist semantics), `role`
 //! (what each role watches and rebuilds), and one file per role's target builder (`pod`,
 //! `node`, `service`, `endpoints`, `endpointslice`) plus `attach` and `labels` which they share.
@@ -58,7 +58,6 @@ mod state;
 #[cfg(test)]
 mod testutil;
 mod watch;
-mod watcher;
 
 use self::events::{
     ClientSetupFailed, ClientSetupRecovered, WatchExpired, WatchFailed, WatchRecovered,
@@ -74,12 +73,12 @@ use tokio::sync::watch as channel;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::protocols::kubernetes::{Failure, FailureReason, Timeouts};
 pub use args::{Arguments, AttachMetadata, Namespaces, Options, Selector};
 pub use cache::{Cache, Caches, Key};
 pub use client::{Built as BuiltClient, ClientError, build as build_client};
 pub use role::{Affected, Resource, Role};
 pub use state::{EventKind, Object, Scope, State, WatchEvent};
-pub use watcher::{Failure, FailureReason, Timeouts};
 
 use crate::labels::LabelSet;
 use crate::runtime::health::{Health, HealthState};

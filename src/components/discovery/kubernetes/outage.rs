@@ -10,7 +10,7 @@ use std::time::SystemTime;
 
 use tokio::time::Instant;
 
-use super::watcher::{Failure, FailureReason};
+use crate::protocols::kubernetes::watcher::{Failure, FailureReason};
 
 /// One watch's failure, from its first failure to its recovery.
 #[derive(Clone, Debug)]

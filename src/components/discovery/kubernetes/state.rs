@@ -21,7 +21,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::AttachMetadata;
 use super::cache::{Caches, Key};
 use super::role::{Affected, Resource, Role};
-use super::watcher::Failure;
 use super::{endpoints, endpointslice, node, pod, service};
 use crate::labels::LabelSet;
 
@@ -120,20 +119,8 @@ impl Object {
     }
 }
 
-/// What a list+watch reported (see `watcher`).
-#[derive(Debug)]
-pub enum WatchEvent {
-    /// A list starts; the objects it hands out replace the watch's content at `InitDone`.
-    Init,
-    InitApply(Object),
-    InitDone,
-    /// A watch request was answered: the watch is live, and the cache current from here on.
-    Watching,
-    Apply(Object),
-    Delete(Object),
-    /// A list or watch failed; it is retried with backoff.
-    Error(Failure),
-}
+/// One watch's events, carrying slimmed objects.
+pub type WatchEvent = crate::protocols::kubernetes::WatchEvent<Object>;
 
 /// What one watch covers: a resource, in one namespace or all of them.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use super::args::Options;
 use super::role::{Resource, Role};
 use super::state::{Object, Scope, WatchEvent};
-use super::watcher::{self, Selectors, Timeouts};
+use crate::protocols::kubernetes::watcher::{self, Selectors, Timeouts};
 
 /// The watches `options` need: the role's resources, per namespace for namespaced ones.
 pub fn plan(options: &Options, namespaces: &[String]) -> Vec<Scope> {

@@ -18,9 +18,8 @@ pub type Arguments = WithHttpClient<ScrapeOptions>;
 /// Default `body_size_limit`: 64 MiB, as received (compressed).
 pub const DEFAULT_BODY_SIZE_LIMIT: u64 = 64 << 20;
 
-/// `clustering { enabled = ... }`. Accepted so that Alloy configs (the Pyroscope Helm chart sets
-/// `enabled = true`) run unchanged; we do not cluster: every instance scrapes every target it is
-/// given. Shard with `hashmod` relabeling instead (see the module docs).
+/// `clustering { enabled = ... }`: scrape only the targets this instance owns among the live
+/// peers (`scraper run --cluster.enabled`; see the `clustering` module and docs/CLUSTERING.md).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct Clustering {
     pub enabled: bool,

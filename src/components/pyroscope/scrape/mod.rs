@@ -45,28 +45,12 @@
 //!
 //! # Clustering
 //!
-//! `clustering { enabled = true }` is accepted (the Pyroscope Helm chart sets it) but we do not
-//! cluster: each instance scrapes every target it is given, and says so in its log. To spread
-//! targets over several instances, shard with relabeling, which needs no coordination:
-//!
-//! ```alloy
-//! discovery.relabel "shard" {
-//!   targets = discovery.kubernetes.pods.targets
-//!   rule {
-//!     source_labels = ["__address__"]
-//!     modulus       = 3                        // number of instances
-//!     target_label  = "__tmp_hash"
-//!     action        = "hashmod"
-//!   }
-//!   rule {
-//!     source_labels = ["__tmp_hash"]
-//!     regex         = sys.env("SHARD")         // 0, 1 or 2 on each instance
-//!     action        = "keep"
-//!   }
-//! }
-//! ```
+//! `clustering { enabled = true }` with `scraper run --cluster.enabled` keeps only the targets
+//! this instance owns among the live peers ([`clustering`], `crate::cluster`,
+//! docs/CLUSTERING.md); without the flag this instance is the only peer, as in Alloy.
 
 pub mod args;
+pub mod clustering;
 pub mod delta_mode;
 pub mod error;
 mod events;
@@ -102,6 +86,7 @@ struct Inner {
     client: Arc<HttpClient>,
     options: ScrapeOptions,
     manager: Manager,
+    sharding: self::clustering::Sharding,
 }
 
 /// The `pyroscope.scrape` component.
@@ -161,7 +146,13 @@ impl Scrape {
             name_length: to_usize(o.label_name_length_limit),
             value_length: to_usize(o.label_value_length_limit),
         };
-        let planned = plan(&o.targets, &types, &settings);
+        let enabled = o.clustering.as_ref().is_some_and(|c| c.enabled);
+        let cumulative = types
+            .values()
+            .filter(|t| t.enabled && self::target::is_cumulative(&t.name))
+            .count();
+        let owned = inner.sharding.filter(&o.targets, enabled, cumulative);
+        let planned = plan(owned.as_deref().unwrap_or(&o.targets), &types, &settings);
         tracing::debug!(
             targets = o.targets.len(),
             loops = planned.targets.len(),
@@ -177,18 +168,6 @@ impl Scrape {
     }
 }
 
-fn warn_clustering(old: Option<&ScrapeOptions>, new: &ScrapeOptions) {
-    let enabled = |o: Option<&ScrapeOptions>| {
-        o.and_then(|o| o.clustering.as_ref())
-            .is_some_and(|c| c.enabled)
-    };
-    if enabled(Some(new)) && !enabled(old) {
-        tracing::warn!(
-            "clustering is not supported: this instance scrapes every target it is given; shard targets with hashmod relabeling instead"
-        );
-    }
-}
-
 impl Component for Scrape {
     type Arguments = Arguments;
 
@@ -198,7 +177,6 @@ impl Component for Scrape {
         let fanout = Arc::new(FanOut::new(args.forward_to.clone()));
         let budget = opts.services.get::<Budget>().unwrap_or_default();
         let processor = Arc::new(Processor::new(DeltaOptions::default(), budget.clone()));
-        warn_clustering(None, &args.inner);
         let board = Arc::new(Board::new(metrics.clone()));
         // The manager needs an environment before `self` exists; build it by hand once.
         let env = Arc::new(Env {
@@ -223,6 +201,11 @@ impl Component for Scrape {
                 client,
                 options: args.inner.clone(),
                 manager: Manager::new(env),
+                sharding: self::clustering::Sharding::new(
+                    opts.services.get::<crate::cluster::Cluster>(),
+                    &opts.id,
+                    &opts.metrics,
+                ),
             }),
         };
         {
@@ -239,7 +222,6 @@ impl Component for Scrape {
         } else {
             inner.client.clone()
         };
-        warn_clustering(Some(&inner.options), &args.inner);
         self.fanout.set(args.forward_to.clone());
         let old = &inner.options;
         let env_changed = !Arc::ptr_eq(&client, &inner.client)
@@ -258,7 +240,18 @@ impl Component for Scrape {
     }
 
     fn debug_info(&self) -> Option<serde_json::Value> {
-        Some(self.lock().manager.debug_info())
+        let inner = self.lock();
+        let mut info = inner.manager.debug_info();
+        // As Alloy: the targets listed are this instance's; the counts say how many of all.
+        if let (Some((owned, total, peers)), Some(map)) =
+            (inner.sharding.counts(), info.as_object_mut())
+        {
+            map.insert(
+                "clustering".into(),
+                serde_json::json!({"owned_targets": owned, "total_targets": total, "peers": peers}),
+            );
+        }
+        Some(info)
     }
 
     /// A summary of the targets' states; unhealthy while every target has been down for more
@@ -272,7 +265,27 @@ impl Component for Scrape {
         self.lock()
             .manager
             .start_all(tokio::runtime::Handle::current(), loops.clone());
-        shutdown.cancelled().await;
+        let mut ring = self.lock().sharding.subscribe();
+        loop {
+            let changed = async {
+                match ring.as_mut() {
+                    Some(r) => r.changed().await.is_ok(),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                ok = changed => {
+                    if !ok {
+                        ring = None;
+                        continue;
+                    }
+                    // Re-plan with the new ring: loops whose target stays here keep running.
+                    let mut inner = self.lock();
+                    self.sync(&mut inner);
+                }
+            }
+        }
         loops.cancel();
         let tasks = self.lock().manager.stop_all();
         for t in tasks {
@@ -280,6 +293,7 @@ impl Component for Scrape {
         }
         let inner = self.lock();
         inner.manager.remove_metrics();
+        inner.sharding.remove();
         Ok(())
     }
 }

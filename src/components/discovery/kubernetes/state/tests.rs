@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
 use super::*;
-use crate::components::discovery::kubernetes::watcher::FailureReason;
+use crate::protocols::kubernetes::watcher::{Failure, FailureReason};
 
 fn pod(ns: &str, name: &str, ip: &str, port: i32) -> Object {
     Object::Pod(

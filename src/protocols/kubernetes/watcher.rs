@@ -32,10 +32,25 @@ use kube::api::{ListParams, WatchEvent as KubeEvent, WatchParams};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::state::{Object, WatchEvent};
+/// What one list+watch hands out: client-go's reflector events, carrying whatever `wrap` made of
+/// each object (discovery slims objects into its cache's types; the cluster service keeps
+/// EndpointSlices as they are).
+#[derive(Debug)]
+pub enum WatchEvent<O> {
+    /// A list starts; the objects it hands out replace the watch's content at `InitDone`.
+    Init,
+    InitApply(O),
+    InitDone,
+    /// A watch request was answered: the watch is live, and the cache current from here on.
+    Watching,
+    Apply(O),
+    Delete(O),
+    /// A list or watch failed; it is retried with backoff.
+    Error(Failure),
+}
 
-/// How long discovery waits on the API server, and how soon it retries. Not an Alloy argument
-/// (the block stays Alloy's); tests shorten it through `Options::timeouts`.
+/// How long a watch waits on the API server, and how soon it retries. Not an Alloy argument
+/// (discovery's block stays Alloy's); tests shorten it (discovery's `Options::timeouts`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
     /// One list page (answer and body) and the answer (status and headers) to a watch
@@ -136,7 +151,7 @@ pub struct Selectors {
 /// back to the start once no failure came for [`Backoff::RESET`]. Without jitter, the watches
 /// of every role and namespace would all retry a restarting API server at the same instants.
 #[derive(Debug)]
-pub(super) struct Backoff {
+pub struct Backoff {
     initial: Duration,
     max: Duration,
     failures: u32,
@@ -147,7 +162,7 @@ impl Backoff {
     /// client-go's and kube's reset period.
     const RESET: Duration = Duration::from_secs(120);
 
-    pub(super) fn new(timeouts: &Timeouts) -> Self {
+    pub fn new(timeouts: &Timeouts) -> Self {
         Backoff {
             initial: timeouts.retry_initial,
             max: timeouts.retry_max.max(timeouts.retry_initial),
@@ -157,7 +172,7 @@ impl Backoff {
     }
 
     /// The wait before the retry of a failure that happened `now`.
-    pub(super) fn delay(&mut self, now: Instant) -> Duration {
+    pub fn delay(&mut self, now: Instant) -> Duration {
         if self
             .last
             .is_some_and(|t| now.saturating_duration_since(t) > Self::RESET)
@@ -166,8 +181,30 @@ impl Backoff {
         }
         self.failures = self.failures.saturating_add(1);
         self.last = Some(now);
-        crate::push::backoff_delay(self.initial, self.max, self.failures)
+        backoff_delay(self.initial, self.max, self.failures)
     }
+}
+
+/// The delay before retry `n` (1-based): uniform in `[initial·2^(n-1), initial·2^n)`, capped at
+/// `max` (the same schedule as the push engine's, which sits above this layer).
+fn backoff_delay(initial: Duration, max: Duration, n: u32) -> Duration {
+    if initial.is_zero() {
+        return Duration::ZERO;
+    }
+    let lo = initial.saturating_mul(1u32 << n.saturating_sub(1).min(30));
+    if lo >= max {
+        return max;
+    }
+    let hi = lo.saturating_mul(2).min(max);
+    lo + (hi - lo).mul_f64(unit_random())
+}
+
+/// A uniform value in [0, 1): a fresh `RandomState` is randomly keyed, which is jitter enough
+/// for spreading retries and needs no random-number crate.
+fn unit_random() -> f64 {
+    use std::hash::BuildHasher as _;
+    let bits = std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64);
+    (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// A second 410 this soon after the last one is backed off from like any failure.
@@ -202,11 +239,11 @@ enum Phase<K> {
     },
 }
 
-struct ListWatch<K> {
+struct ListWatch<K, O> {
     api: Api<K>,
     selectors: Selectors,
     timeouts: Timeouts,
-    wrap: fn(K) -> Object,
+    wrap: fn(K) -> O,
     backoff: Backoff,
     /// Set after a failure: the wait before the next request.
     wait: Option<Duration>,
@@ -217,14 +254,15 @@ struct ListWatch<K> {
 }
 
 /// The event stream of one list+watch. It never ends.
-pub fn run<K>(
+pub fn run<K, O>(
     api: Api<K>,
     selectors: Selectors,
     timeouts: Timeouts,
-    wrap: fn(K) -> Object,
-) -> BoxStream<'static, WatchEvent>
+    wrap: fn(K) -> O,
+) -> BoxStream<'static, WatchEvent<O>>
 where
     K: kube::Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    O: Send + 'static,
 {
     let lw = ListWatch {
         api,
@@ -247,11 +285,12 @@ fn is_gone(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(status) if status.code == 410)
 }
 
-impl<K> ListWatch<K>
+impl<K, O> ListWatch<K, O>
 where
     K: kube::Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    O: Send + 'static,
 {
-    async fn next(&mut self) -> WatchEvent {
+    async fn next(&mut self) -> WatchEvent<O> {
         loop {
             if let Some(wait) = self.wait.take() {
                 tokio::time::sleep(wait).await;
@@ -283,7 +322,7 @@ where
 
     // `&mut self` although nothing changes: the phase holds a stream that is `Send` but not
     // `Sync`, so a shared borrow held across an await would make the future not `Send`.
-    async fn step(&mut self, phase: Phase<K>) -> (Option<WatchEvent>, Phase<K>) {
+    async fn step(&mut self, phase: Phase<K>) -> (Option<WatchEvent<O>>, Phase<K>) {
         match phase {
             Phase::Relist => (
                 Some(WatchEvent::Init),
@@ -331,7 +370,7 @@ where
         &mut self,
         continue_token: Option<String>,
         version: Option<String>,
-    ) -> (Option<WatchEvent>, Phase<K>) {
+    ) -> (Option<WatchEvent<O>>, Phase<K>) {
         // Consistent reads, paged. client-go asks for resourceVersion=0 (the watch cache,
         // where `limit` is ignored); paging keeps a 10,000-pod list from being one response
         // held in memory at once.
@@ -385,7 +424,7 @@ where
         (None, phase)
     }
 
-    async fn start_watch(&mut self, version: String) -> (Option<WatchEvent>, Phase<K>) {
+    async fn start_watch(&mut self, version: String) -> (Option<WatchEvent<O>>, Phase<K>) {
         let wp = WatchParams {
             label_selector: self.selectors.label.clone(),
             field_selector: self.selectors.field.clone(),
@@ -436,7 +475,7 @@ where
         started: Instant,
         deadline: Instant,
         seen_any: bool,
-    ) -> (Option<WatchEvent>, Phase<K>) {
+    ) -> (Option<WatchEvent<O>>, Phase<K>) {
         let next = match tokio::time::timeout_at(deadline, stream.next()).await {
             Ok(next) => next,
             Err(_) => {
