@@ -3,8 +3,13 @@
 //!
 //! * clustering (statefulset or deployment): the headless `<fullname>-cluster` Service, read-only
 //!   RBAC on EndpointSlices in the release namespace, the `--cluster.*` flags with the pod's IP,
-//!   `clustering { enabled = true }` in every `pyroscope.scrape` and no hash sharding;
-//! * an autoscaler that owns the replica count, and a PodDisruptionBudget;
+//!   `clustering { enabled = true }` in every `pyroscope.scrape` and no hash sharding; a
+//!   ServiceMonitor that selects only the main Service; `shards` replicas kept when clustering
+//!   is turned on for a sharded statefulset;
+//! * an autoscaler that owns the replica count (with `behavior` passed through), and a
+//!   PodDisruptionBudget;
+//! * combinations that validate but could not run (root vs runAsNonRoot, eBPF vs a non-root
+//!   container, persistence outside statefulset mode, HPA targets without requests) refused;
 //! * config changes reloaded in place (`--config.watch-interval`, no `checksum/config`), the
 //!   old restart kept behind `config.restartOnChange`;
 //! * the DaemonSet's store on a hostPath, extra volumes, an existing ConfigMap, and security
