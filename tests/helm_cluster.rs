@@ -3,8 +3,13 @@
 //!
 //! * clustering (statefulset or deployment): the headless `<fullname>-cluster` Service, read-only
 //!   RBAC on EndpointSlices in the release namespace, the `--cluster.*` flags with the pod's IP,
-//!   `clustering { enabled = true }` in every `pyroscope.scrape` and no hash sharding;
-//! * an autoscaler that owns the replica count, and a PodDisruptionBudget;
+//!   `clustering { enabled = true }` in every `pyroscope.scrape` and no hash sharding; a
+//!   ServiceMonitor that selects only the main Service; `shards` replicas kept when clustering
+//!   is turned on for a sharded statefulset;
+//! * an autoscaler that owns the replica count (with `behavior` passed through), and a
+//!   PodDisruptionBudget;
+//! * combinations that validate but could not run (root vs runAsNonRoot, eBPF vs a non-root
+//!   container, persistence outside statefulset mode, HPA targets without requests) refused;
 //! * config changes reloaded in place (`--config.watch-interval`, no `checksum/config`), the
 //!   old restart kept behind `config.restartOnChange`;
 //! * the DaemonSet's store on a hostPath, extra volumes, an existing ConfigMap, and security
@@ -120,17 +125,49 @@ const CASES: &[Case] = &[
             "securityContext.seLinuxOptions.type=spc_t",
         ],
     },
+    Case {
+        name: "clustered-monitored",
+        sets: &[
+            "mode=statefulset",
+            "clustering.enabled=true",
+            "replicas=2",
+            "serviceMonitor.enabled=true",
+        ],
+    },
+    Case {
+        name: "clustered-from-shards",
+        sets: &["mode=statefulset", "shards=4", "clustering.enabled=true"],
+    },
+    Case {
+        name: "hpa-behavior",
+        sets: &[
+            "mode=deployment",
+            "clustering.enabled=true",
+            "autoscaling.enabled=true",
+            "autoscaling.behavior.scaleDown.stabilizationWindowSeconds=900",
+            "autoscaling.behavior.scaleDown.policies[0].type=Pods",
+            "autoscaling.behavior.scaleDown.policies[0].value=1",
+            "autoscaling.behavior.scaleDown.policies[0].periodSeconds=300",
+        ],
+    },
+    Case {
+        name: "root-by-choice",
+        sets: &["podSecurityContext.runAsUser=0"],
+    },
+    Case {
+        name: "container-root-by-choice",
+        sets: &["mode=deployment", "securityContext.runAsUser=0"],
+    },
 ];
 
 fn case(name: &str) -> &'static Case {
     support::helm::case(CASES, name)
 }
 
-fn cluster_args() -> [String; 3] {
+fn cluster_args() -> [String; 2] {
     [
         "--cluster.enabled".to_owned(),
         format!("--cluster.kubernetes-service={NAMESPACE}/{CLUSTER_SERVICE}"),
-        "--cluster.advertise-address=$(POD_IP):12345".to_owned(),
     ]
 }
 
@@ -213,11 +250,17 @@ fn clustering_renders_the_member_service_its_rbac_and_the_cluster_flags() {
             }
         }
 
-        // The flags, with the pod's IP from the downward API.
+        // The flags, with the pod's IP from the downward API, from which the binary builds
+        // its advertise address (bracketed for IPv6; a `$(POD_IP):port` flag would not be).
         let a = args(&objects);
         for want in cluster_args() {
             assert!(a.contains(&want), "{name}: {want} missing from {a:?}");
         }
+        assert!(
+            a.iter()
+                .all(|a| !a.starts_with("--cluster.advertise-address")),
+            "{name}: {a:?}"
+        );
         assert_eq!(
             env(&objects, "POD_IP").expect("POD_IP")["valueFrom"],
             json!({"fieldRef": {"fieldPath": "status.podIP"}}),
@@ -601,6 +644,63 @@ fn combinations_that_cannot_work_fail_with_a_clear_message() {
             "ebpf.enabled runs the pod as root",
         ),
         (
+            &["ebpf.enabled=true", "securityContext.runAsNonRoot=true"],
+            "securityContext must not set runAsNonRoot or a non-zero runAsUser",
+        ),
+        (
+            &["ebpf.enabled=true", "securityContext.runAsUser=1000"],
+            "securityContext must not set runAsNonRoot or a non-zero runAsUser",
+        ),
+        (
+            &[
+                "podSecurityContext.runAsUser=0",
+                "podSecurityContext.runAsNonRoot=true",
+            ],
+            "podSecurityContext.runAsNonRoot is true but the container runs as root",
+        ),
+        (
+            &[
+                "mode=statefulset",
+                "securityContext.runAsUser=0",
+                "securityContext.runAsNonRoot=true",
+            ],
+            "securityContext.runAsNonRoot is true but the container runs as root",
+        ),
+        (
+            &[
+                "store.hostPath.enabled=true",
+                "podSecurityContext.runAsNonRoot=true",
+            ],
+            "podSecurityContext.runAsNonRoot is true but the container runs as root",
+        ),
+        (
+            &["mode=deployment", "store.persistence.enabled=true"],
+            "store.persistence.enabled needs mode: statefulset",
+        ),
+        (
+            &["store.persistence.enabled=true"],
+            "store.persistence.enabled needs mode: statefulset",
+        ),
+        (
+            &[
+                "mode=deployment",
+                "clustering.enabled=true",
+                "autoscaling.enabled=true",
+                "resources.requests=null",
+            ],
+            "autoscaling.targetCPUUtilizationPercentage needs resources.requests.cpu",
+        ),
+        (
+            &[
+                "mode=deployment",
+                "clustering.enabled=true",
+                "autoscaling.enabled=true",
+                "autoscaling.targetMemoryUtilizationPercentage=80",
+                "resources.requests.memory=null",
+            ],
+            "autoscaling.targetMemoryUtilizationPercentage needs resources.requests.memory",
+        ),
+        (
             &["ebpf.enabled=true", "podSecurityContext.runAsUser=65532"],
             "ebpf.enabled runs the pod as root",
         ),
@@ -632,13 +732,18 @@ fn the_schema_refuses_unknown_keys_and_wrong_types_of_every_new_value() {
             "autoscaling.targetMemoryUtilizationPercentage=-5",
             "/autoscaling/targetMemoryUtilizationPercentage",
         ),
-        ("autoscaling.behavior.x=1", "/autoscaling"),
+        ("autoscaling.behavior=fast", "/autoscaling/behavior"),
+        ("autoscaling.scaleDown.x=1", "/autoscaling"),
         (
             "config.existingConfigMap=Not_A_Name",
             "/config/existingConfigMap",
         ),
         ("config.watchInterval=10", "/config/watchInterval"),
         ("config.watchInterval=1d", "/config/watchInterval"),
+        // At least a second, in whole units: the binary's 100ms floor is for tests.
+        ("config.watchInterval=500ms", "/config/watchInterval"),
+        ("config.watchInterval=1.5s", "/config/watchInterval"),
+        ("config.watchInterval=0.5m", "/config/watchInterval"),
         (
             "config.restartOnChange=sometimes",
             "/config/restartOnChange",
@@ -738,4 +843,128 @@ fn values_yaml_and_the_schema_describe_the_same_keys() {
         loose.is_empty(),
         "objects that accept unknown keys: {loose:?}"
     );
+}
+
+/// Whether a label selector (matchLabels and matchExpressions, as Kubernetes evaluates them)
+/// selects an object with these labels.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    let by_labels = selector["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| label(k) == v.as_str());
+    let by_expressions = selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .all(|e| {
+            let key = e["key"].as_str().expect("key");
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            match e["operator"].as_str().expect("operator") {
+                "In" => label(key).is_some_and(|v| values.contains(&v)),
+                "NotIn" => !label(key).is_some_and(|v| values.contains(&v)),
+                "Exists" => label(key).is_some(),
+                "DoesNotExist" => label(key).is_none(),
+                other => panic!("unknown operator {other}"),
+            }
+        });
+    by_labels && by_expressions
+}
+
+#[test]
+fn the_service_monitor_selects_one_service_of_a_clustered_release() {
+    let Some(helm) = Helm::find() else { return };
+    // Checked against hand-made labels first, so that the evaluation itself can fail.
+    let selector = json!({"matchLabels": {"a": "1"},
+        "matchExpressions": [{"key": "c", "operator": "DoesNotExist"}]});
+    assert!(selects(&selector, &json!({"a": "1", "b": "2"})));
+    assert!(!selects(&selector, &json!({"a": "1", "c": "cluster"})));
+    assert!(!selects(&selector, &json!({"a": "2"})));
+
+    let objects = helm.objects(case("clustered-monitored"));
+    let monitor = one(&objects, "ServiceMonitor");
+    let services = of_kind(&objects, "Service");
+    assert_eq!(services.len(), 2, "the main Service and {CLUSTER_SERVICE}");
+    let selected: Vec<&Value> = services
+        .iter()
+        .filter(|s| selects(&monitor["spec"]["selector"], &s["metadata"]["labels"]))
+        .map(|s| &s["metadata"]["name"])
+        .collect();
+    assert_eq!(selected, [FULLNAME], "each pod's /metrics scraped once");
+    // Both still expose the port the monitor names, which is why the selector must choose.
+    for s in &services {
+        assert!(named(&s["spec"]["ports"], "http-metrics").is_some());
+    }
+}
+
+#[test]
+fn clustering_a_sharded_statefulset_keeps_its_replicas() {
+    let Some(helm) = Helm::find() else { return };
+    let objects = helm.objects(case("clustered-from-shards"));
+    assert_eq!(one(&objects, "StatefulSet")["spec"]["replicas"], 4);
+    // An explicit count wins, in either mode; a Deployment defaults to one.
+    for (sets, kind, want) in [
+        (
+            &[
+                "mode=statefulset",
+                "shards=4",
+                "clustering.enabled=true",
+                "replicas=2",
+            ][..],
+            "StatefulSet",
+            2,
+        ),
+        (&["mode=statefulset", "shards=4"], "StatefulSet", 4),
+        (&["mode=deployment"], "Deployment", 1),
+        (
+            &["mode=deployment", "clustering.enabled=true", "replicas=3"],
+            "Deployment",
+            3,
+        ),
+    ] {
+        let objects = helm.objects(&Case {
+            name: "replicas",
+            sets,
+        });
+        assert_eq!(one(&objects, kind)["spec"]["replicas"], want, "{sets:?}");
+    }
+}
+
+#[test]
+fn the_autoscaler_takes_the_behavior_as_given() {
+    let Some(helm) = Helm::find() else { return };
+    let objects = helm.objects(case("hpa-behavior"));
+    assert_eq!(
+        one(&objects, "HorizontalPodAutoscaler")["spec"]["behavior"],
+        json!({"scaleDown": {"stabilizationWindowSeconds": 900,
+            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]}})
+    );
+    let objects = helm.objects(case("clustered-statefulset-hpa-pdb"));
+    assert!(
+        one(&objects, "HorizontalPodAutoscaler")["spec"]
+            .get("behavior")
+            .is_none()
+    );
+}
+
+#[test]
+fn a_root_user_of_your_own_drops_the_computed_run_as_non_root() {
+    let Some(helm) = Helm::find() else { return };
+    for name in ["root-by-choice", "container-root-by-choice"] {
+        let objects = helm.objects(case(name));
+        let pod = &pod_spec(&objects)["securityContext"];
+        let c = &container(&objects)["securityContext"];
+        assert!(pod.get("runAsNonRoot").is_none(), "{name}: {pod:#}");
+        assert!(c.get("runAsNonRoot").is_none(), "{name}: {c:#}");
+    }
+    // A non-root user of your own keeps it, even with a hostPath store.
+    let objects = helm.objects(case("daemonset-host-path-non-root"));
+    assert_eq!(container(&objects)["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(pod_spec(&objects)["securityContext"]["runAsNonRoot"], true);
 }

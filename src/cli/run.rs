@@ -97,7 +97,8 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
     let mut sigterm = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut sighup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
 
-    // Before the initial load, so that a change made while it loads is not missed.
+    // Compares the file with what the controller last applied, so a change made while the
+    // initial config loads is reloaded.
     let mut watch = super::watch::ConfigWatch::new(&args.file, *args.config_watch_interval);
     if let Err(e) = controller.load_file(&args.file).await {
         eprint!("{}", e.render());
@@ -117,9 +118,9 @@ async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> 
                 // The outcome is logged by `reload`; a bad file keeps the running graph.
                 let _ = state.reload().await;
             }
-            () = watch.changed() => {
+            source = watch.changed(&controller) => {
                 tracing::info!(file = %args.file.display(), "reload requested: the config changed");
-                let _ = state.reload().await;
+                let _ = state.reload_source(source).await;
             }
             result = &mut server => break Some(result),
         }

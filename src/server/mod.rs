@@ -68,13 +68,26 @@ pub struct AppState {
 impl AppState {
     /// Re-reads and applies the config file (`/-/reload` and SIGHUP).
     pub async fn reload(&self) -> Result<(), LoadError> {
-        let result = self.controller.load_file(&self.config_path).await;
-        match &result {
-            Ok(()) => tracing::info!("config reloaded"),
-            Err(e) => tracing::error!(error = %e, "failed to reload config"),
-        }
-        result
+        log_reload(self.controller.load_file(&self.config_path).await)
     }
+
+    /// Applies a config already read (`scraper run --config.watch-interval`: exactly the text
+    /// the watch saw stay the same, not a fresh read that may have changed since), logged as a
+    /// reload.
+    pub async fn reload_source(
+        &self,
+        source: crate::syntax::diag::Source,
+    ) -> Result<(), LoadError> {
+        log_reload(self.controller.apply_config(source).await)
+    }
+}
+
+fn log_reload(result: Result<(), LoadError>) -> Result<(), LoadError> {
+    match &result {
+        Ok(()) => tracing::info!("config reloaded"),
+        Err(e) => tracing::error!(error = %e, "failed to reload config"),
+    }
+    result
 }
 
 pub fn router(state: AppState) -> Router {

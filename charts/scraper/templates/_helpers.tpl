@@ -51,12 +51,35 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-cluster" (include "scraper.fullname" . | trunc 55 | trimSuffix "-") -}}
 {{- end -}}
 
-{{/* The workload's replica count (left out of the workload when an autoscaler owns it). */}}
+{{/* The workload's replica count (left out of the workload when an autoscaler owns it).
+A clustered statefulset without `replicas` keeps `shards` replicas, so that turning clustering
+on for a sharded release keeps its pods instead of dropping to one. */}}
 {{- define "scraper.replicas" -}}
-{{- if eq .Values.mode "statefulset" -}}
-{{- if .Values.clustering.enabled }}{{ .Values.replicas }}{{ else }}{{ .Values.shards }}{{ end -}}
+{{- $replicas := .Values.replicas -}}
+{{- if and (eq .Values.mode "statefulset") (not .Values.clustering.enabled) -}}
+{{- .Values.shards -}}
+{{- else if not (kindIs "invalid" $replicas) -}}
+{{- $replicas -}}
+{{- else if eq .Values.mode "statefulset" -}}
+{{- .Values.shards -}}
 {{- else -}}
-{{- .Values.replicas -}}
+1
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the container runs as root: the chart makes it root with eBPF or a hostPath
+store, and the values can make it root (or not) with runAsUser, the container's over the pod's.
+The computed securityContexts then leave runAsNonRoot out: the kubelet refuses to start a
+container whose runAsNonRoot contradicts its user. */}}
+{{- define "scraper.runsAsRoot" -}}
+{{- $c := .Values.securityContext -}}
+{{- $p := .Values.podSecurityContext -}}
+{{- if hasKey $c "runAsUser" -}}
+{{- if eq (int $c.runAsUser) 0 }}true{{ end -}}
+{{- else if hasKey $p "runAsUser" -}}
+{{- if eq (int $p.runAsUser) 0 }}true{{ end -}}
+{{- else if or .Values.ebpf.enabled (and (eq .Values.mode "daemonset") .Values.store.hostPath.enabled) -}}
+true
 {{- end -}}
 {{- end -}}
 
@@ -91,7 +114,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and $v.autoscaling.enabled (not $v.autoscaling.targetCPUUtilizationPercentage) (not $v.autoscaling.targetMemoryUtilizationPercentage) -}}
 {{- fail "autoscaling.enabled needs targetCPUUtilizationPercentage or targetMemoryUtilizationPercentage above 0" -}}
 {{- end -}}
-{{- if and (eq $v.mode "deployment") (not $v.clustering.enabled) (gt (int $v.replicas) 1) -}}
+{{- if and (eq $v.mode "deployment") (not $v.clustering.enabled) (gt (int (include "scraper.replicas" .)) 1) -}}
 {{- fail "mode: deployment with more than one replica needs clustering.enabled, or every replica scrapes every target" -}}
 {{- end -}}
 {{- if and $v.podDisruptionBudget.enabled (eq $v.mode "daemonset") -}}
@@ -103,9 +126,30 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and $v.store.hostPath.enabled (ne $v.mode "daemonset") -}}
 {{- fail "store.hostPath.enabled needs mode: daemonset (use store.persistence in statefulset mode)" -}}
 {{- end -}}
+{{- if and $v.store.persistence.enabled (ne $v.mode "statefulset") -}}
+{{- fail "store.persistence.enabled needs mode: statefulset (a PersistentVolumeClaim per replica); in daemonset mode use store.hostPath" -}}
+{{- end -}}
+{{- if $v.autoscaling.enabled -}}
+{{- $requests := default dict (default dict $v.resources).requests -}}
+{{- if and $v.autoscaling.targetCPUUtilizationPercentage (not $requests.cpu) -}}
+{{- fail "autoscaling.targetCPUUtilizationPercentage needs resources.requests.cpu: the autoscaler measures utilization against it" -}}
+{{- end -}}
+{{- if and $v.autoscaling.targetMemoryUtilizationPercentage (not $requests.memory) -}}
+{{- fail "autoscaling.targetMemoryUtilizationPercentage needs resources.requests.memory: the autoscaler measures utilization against it" -}}
+{{- end -}}
+{{- end -}}
 {{- if $v.ebpf.enabled -}}
-{{- if or $v.podSecurityContext.runAsNonRoot (and (hasKey $v.podSecurityContext "runAsUser") (ne (int $v.podSecurityContext.runAsUser) 0)) -}}
-{{- fail "ebpf.enabled runs the pod as root: podSecurityContext must not set runAsNonRoot or a non-zero runAsUser" -}}
+{{- range $where, $ctx := dict "podSecurityContext" $v.podSecurityContext "securityContext" $v.securityContext -}}
+{{- if or $ctx.runAsNonRoot (and (hasKey $ctx "runAsUser") (ne (int $ctx.runAsUser) 0)) -}}
+{{- fail (printf "ebpf.enabled runs the pod as root: %s must not set runAsNonRoot or a non-zero runAsUser" $where) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if include "scraper.runsAsRoot" . -}}
+{{- range $where, $ctx := dict "podSecurityContext" $v.podSecurityContext "securityContext" $v.securityContext -}}
+{{- if $ctx.runAsNonRoot -}}
+{{- fail (printf "%s.runAsNonRoot is true but the container runs as root (runAsUser 0, or the root a hostPath store or eBPF needs): the kubelet would refuse to start it" $where) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

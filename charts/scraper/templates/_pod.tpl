@@ -54,7 +54,6 @@ spec:
         {{- if .Values.clustering.enabled }}
         - --cluster.enabled
         - --cluster.kubernetes-service={{ .Release.Namespace }}/{{ include "scraper.clusterServiceName" . }}
-        - --cluster.advertise-address=$(POD_IP):{{ .Values.server.port }}
         {{- end }}
         {{- with .Values.extraArgs }}
         {{- toYaml . | nindent 8 }}
@@ -77,7 +76,8 @@ spec:
             fieldRef:
               fieldPath: metadata.namespace
         {{- if .Values.clustering.enabled }}
-        # Where the other replicas reach this one (--cluster.advertise-address).
+        # Where the other replicas reach this one: with no --cluster.advertise-address, scraper
+        # advertises POD_IP and its listen port (bracketed when POD_IP is IPv6).
         - name: POD_IP
           valueFrom:
             fieldRef:
@@ -193,7 +193,9 @@ runAsGroup: 0
 seccompProfile:
   type: RuntimeDefault
 {{- else -}}
+{{- if not (include "scraper.runsAsRoot" .) }}
 runAsNonRoot: true
+{{- end }}
 runAsUser: 65532
 runAsGroup: 65532
 fsGroup: 65532
@@ -216,7 +218,7 @@ capabilities:
   through /proc/<pid>/root and SYSLOG reads kernel symbols. */}}
   add: [BPF, PERFMON, SYS_PTRACE, SYSLOG]
   {{- end }}
-{{- if not (or .Values.ebpf.enabled (and (eq .Values.mode "daemonset") .Values.store.hostPath.enabled)) }}
+{{- if not (include "scraper.runsAsRoot" .) }}
 runAsNonRoot: true
 {{- end }}
 {{- end }}

@@ -12,6 +12,7 @@ use crate::syntax::parser::parse_source;
 
 impl Inner {
     pub(super) async fn apply(&self, source: Source) -> Result<(), LoadError> {
+        *crate::sync::lock(&self.last_applied) = Some(source.clone());
         let result = self.apply_inner(source).await;
         match &result {
             Ok(()) => {

@@ -152,6 +152,10 @@ pub(crate) struct Inner {
     shutdown: CancellationToken,
     /// The latest load's outcome, for the UI (the metrics only say whether it succeeded).
     last_load: std::sync::Mutex<Option<LoadOutcome>>,
+    /// The config last given to `apply`, loaded or refused: what `scraper run`'s config watch
+    /// compares the file with, so that a file already (re)loaded by SIGHUP or `/-/reload` is
+    /// not reloaded a second time.
+    last_applied: std::sync::Mutex<Option<Source>>,
 }
 
 impl Drop for Inner {
@@ -194,6 +198,7 @@ impl Controller {
             ready: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
             last_load: std::sync::Mutex::new(None),
+            last_applied: std::sync::Mutex::new(None),
         });
         crate::runtime::task::spawn(
             "controller.cascade",
@@ -240,6 +245,11 @@ impl Controller {
     /// before the first.
     pub fn last_load(&self) -> Option<LoadOutcome> {
         crate::sync::lock(&self.inner.last_load).clone()
+    }
+
+    /// The config last applied (whether it loaded or was refused); None before the first.
+    pub fn last_applied(&self) -> Option<Source> {
+        crate::sync::lock(&self.inner.last_applied).clone()
     }
 
     /// True once a config has been applied (`/-/ready`).
