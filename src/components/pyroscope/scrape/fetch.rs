@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use reqwest::header::{CONTENT_TYPE, HeaderMap};
+use reqwest::header::{CONNECTION, CONTENT_TYPE, HeaderMap, HeaderValue};
 
 use super::error::{Reason, ScrapeError};
 use super::validate::{ERROR_BODY_PREVIEW, status_error, validate_body};
@@ -26,6 +26,24 @@ pub struct FetchRequest<'a> {
     pub body_size_limit: u64,
     /// Expected body size (the previous scrape's), to size the buffer once.
     pub size_hint: usize,
+    /// Whether the connection is kept for the next request (see [`keeps_connection`]).
+    pub keep_connection: bool,
+}
+
+/// Whether a scrape keeps its connection open for the next one.
+///
+/// A target's loops run on their own phases, so with every connection pooled a target holds
+/// two: the CPU request (`seconds=14`) keeps one busy 14 s of every 15, and the short types,
+/// which almost never find it idle, keep a second one idle for the rest of the interval. At
+/// 8,000 targets that was 2.0 descriptors and two sets of hyper buffers (16 KiB or more each)
+/// per target. Plain HTTP/1.1 cannot multiplex, so the long request keeps its own pooled
+/// connection and the short requests each open one and close it (`Connection: close`, so that
+/// the target, not us, holds the TIME_WAIT): a loopback connect costs the scraper ~20 µs
+/// (docs/PERFORMANCE.md, "Load: the single-instance ceiling"), a connection held costs a
+/// descriptor and its buffers all the time. Over TLS a handshake per scrape costs more than
+/// the descriptor saves, so every request keeps its connection there.
+pub fn keeps_connection(url: &reqwest::Url, has_seconds: bool) -> bool {
+    has_seconds || url.scheme() != "http"
 }
 
 /// Fetches and checks one profile; the body is returned as received (gzip or plain protobuf).
@@ -48,9 +66,13 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
         .apply(&mut headers)
         .await
         .map_err(|e| ScrapeError::new(Reason::Auth, e.to_string()))?;
-    let resp = req
-        .client
-        .client()
+    let client = if req.keep_connection {
+        req.client.client()
+    } else {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        req.client.one_shot()
+    };
+    let resp = client
         .get(req.url.clone())
         .headers(headers)
         .send()

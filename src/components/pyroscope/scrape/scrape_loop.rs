@@ -396,6 +396,7 @@ async fn scrape_once(
             timeout,
             body_size_limit: env.body_size_limit,
             size_hint: hints.body,
+            keep_connection: super::fetch::keeps_connection(&target.url, target.scrape.has_seconds),
         })
         .await?;
         hints.body = body.len();
