@@ -94,15 +94,19 @@ if [ "$per_target" = 1 ]; then
   for ((from = 0; from < targets; from += 4000)); do
     to=$((from + 4000 > targets ? targets : from + 4000))
     out="$data/fixture-$from.addr"
+    # Removed first: the redirect below truncates it only once the child runs, and a
+    # previous run's "listening" line must not be read in between.
+    rm -f "$out"
     "$data/fixture" -data "$data" -targets "$targets" -per-target-address -port "$port" -from "$from" -to "$to" \
       >"$out" 2>"$data/fixture-$from.log" &
     fixture_pids+=($!)
     pids+=($!)
-    for _ in $(seq 1 300); do grep -q listening "$out" && break; sleep 0.1; done
+    for _ in $(seq 1 300); do grep -qs listening "$out" && break; sleep 0.1; done
     port="$(sed -n 's/^targets on port //p' "$out")"
     [ "$from" = 0 ] && cp "$out" "$data/fixture.addr"
   done
 else
+  rm -f "$data/fixture.addr"
   "$data/fixture" -data "$data" -targets "$targets" >"$data/fixture.addr" 2>"$data/fixture.log" &
   fixture_pids+=($!)
   pids+=($!)
@@ -111,6 +115,7 @@ else
 fi
 addr="$(sed -n 's/^listening on //p' "$data/fixture.addr")"
 
+rm -f "$data/receiver.addr"
 "$data/receiver" >"$data/receiver.addr" 2>"$data/receiver.log" &
 pids+=($!)
 for _ in $(seq 1 100); do grep -q listening "$data/receiver.addr" && break; sleep 0.1; done

@@ -34,16 +34,18 @@ pub struct FetchRequest<'a> {
 ///
 /// A target's loops run on their own phases, so with every connection pooled a target holds
 /// two: the CPU request (`seconds=14`) keeps one busy 14 s of every 15, and the short types,
-/// which almost never find it idle, keep a second one idle for the rest of the interval. At
-/// 8,000 targets that was 2.0 descriptors and two sets of hyper buffers (16 KiB or more each)
-/// per target. Plain HTTP/1.1 cannot multiplex, so the long request keeps its own pooled
-/// connection and the short requests each open one and close it (`Connection: close`, so that
-/// the target, not us, holds the TIME_WAIT): a loopback connect costs the scraper ~20 µs
-/// (docs/PERFORMANCE.md, "Load: the single-instance ceiling"), a connection held costs a
-/// descriptor and its buffers all the time. Over TLS a handshake per scrape costs more than
-/// the descriptor saves, so every request keeps its connection there.
-pub fn keeps_connection(url: &reqwest::Url, has_seconds: bool) -> bool {
-    has_seconds || url.scheme() != "http"
+/// which almost never find it idle, keep a second one idle for the rest of the interval (2.0
+/// descriptors per target at steady state). Plain HTTP/1.1 cannot multiplex, so the CPU request
+/// needs a connection of its own while it waits; reusing it for the next scrape, 15 s later,
+/// saves a loopback connect (tens of µs) but costs a descriptor and hyper's buffers all the
+/// time, and a reused connection's read buffer has grown to the largest body it read
+/// (docs/PERFORMANCE.md, "Load: the single-instance ceiling", measured both ways). So over
+/// plain HTTP every scrape opens its connection and closes it (`Connection: close`, so that
+/// the target, not us, holds the TIME_WAIT): a target holds a descriptor only while a request
+/// is in flight. Over TLS a handshake per scrape costs more than the descriptor saves, so
+/// requests there keep their connections.
+pub fn keeps_connection(url: &reqwest::Url) -> bool {
+    url.scheme() != "http"
 }
 
 /// Fetches and checks one profile; the body is returned as received (gzip or plain protobuf).
