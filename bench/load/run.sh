@@ -206,7 +206,7 @@ l1="$(lateness "127.0.0.1:$p1")"
 r1="$(curl -fsS "http://$recv/count")"
 rss="$(rss_kib "$pid")"
 hwm="$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")"
-curl -fsS "http://127.0.0.1:$p1/metrics" | grep -E '^pyroscope_scrape_(errors_total|delta_state_bytes|targets)' || true
+curl -fsS "http://127.0.0.1:$p1/metrics" | grep -E '^pyroscope_scrape_(errors_total|delta_state_bytes|targets)|^pyroscope_write_(queue_bytes|queue_profiles|dropped_profiles_total)' || true
 rm -f "$data/scraper-cpu.txt"
 if [ "${SELF_PROFILE:-1}" = 1 ]; then
   # After the measured window: where the CPU goes, from scraper's own CPU profile.
