@@ -35,6 +35,9 @@ pub enum HttpClientError {
 /// request (`http_headers`, authentication). Cheap to share: clone the `Arc` it lives in.
 pub struct HttpClient {
     client: reqwest::Client,
+    /// The same transport without idle connections: each request opens its own and closes it
+    /// after the answer (see [`HttpClient::one_shot`]).
+    one_shot: reqwest::Client,
     headers: Vec<(HeaderName, Vec<HeaderValue>)>,
     auth: Auth,
 }
@@ -106,17 +109,23 @@ impl HttpClient {
     /// Builds the client. `user_agent` is sent on every request. Fails on unreadable or
     /// invalid TLS material, a bad proxy URL or header, or an unsupported oauth2 grant.
     pub fn new(cfg: &HttpClientConfig, user_agent: &str) -> Result<Self, HttpClientError> {
-        let builder = reqwest::Client::builder().user_agent(user_agent);
-        let builder = transport(
-            builder,
-            &cfg.tls_config,
-            &cfg.proxy,
-            cfg.enable_http2,
-            cfg.follow_redirects,
-        )?;
-        let client = builder
-            .build()
-            .map_err(|e| HttpClientError::Build(e.to_string()))?;
+        let build = |pooled: bool| -> Result<reqwest::Client, HttpClientError> {
+            let mut builder = transport(
+                reqwest::Client::builder().user_agent(user_agent),
+                &cfg.tls_config,
+                &cfg.proxy,
+                cfg.enable_http2,
+                cfg.follow_redirects,
+            )?;
+            if !pooled {
+                builder = builder.pool_max_idle_per_host(0);
+            }
+            builder
+                .build()
+                .map_err(|e| HttpClientError::Build(e.to_string()))
+        };
+        let client = build(true)?;
+        let one_shot = build(false)?;
 
         let mut headers = Vec::new();
         for (name, values) in &cfg.http_headers {
@@ -151,6 +160,7 @@ impl HttpClient {
 
         Ok(HttpClient {
             client,
+            one_shot,
             headers,
             auth,
         })
@@ -159,6 +169,13 @@ impl HttpClient {
     /// The underlying client (connection pool, TLS, proxy, redirects).
     pub fn client(&self) -> &reqwest::Client {
         &self.client
+    }
+
+    /// A client with the same settings that keeps no idle connection: for requests that are
+    /// rare next to the connection's cost in memory and file descriptors (a short scrape every
+    /// 15 s), while [`client`](Self::client) keeps connections for those that reuse them.
+    pub fn one_shot(&self) -> &reqwest::Client {
+        &self.one_shot
     }
 
     /// Adds `http_headers` (replacing headers of the same name) and the auth header (unless

@@ -22,6 +22,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -33,10 +34,22 @@ use crate::runtime::metrics::{Labels, MetricsRegistry, component_labels};
 
 type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
 
+/// The labels of one loop's series (`up`, `duration`), shared by both series and the loop: a
+/// series key is cloned into each family, and at 40,000 loops three copies of five label
+/// pairs were ~4 KiB per target (docs/PERFORMANCE.md, "Load: the single-instance ceiling").
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SeriesKey(Arc<Labels>);
+
+impl EncodeLabelSet for SeriesKey {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+}
+
 /// The metric families, registered once per process.
 pub struct ScrapeMetrics {
-    up: Family<Labels, Gauge>,
-    duration: Family<Labels, Gauge<f64, AtomicU64>>,
+    up: Family<SeriesKey, Gauge>,
+    duration: Family<SeriesKey, Gauge<f64, AtomicU64>>,
     errors: Family<Labels, Counter>,
     targets: Family<Labels, Gauge>,
     state_bytes: Family<Labels, Gauge>,
@@ -214,23 +227,24 @@ impl ComponentMetrics {
     }
 
     /// The label set of a target's series.
-    pub fn target_key(&self, instance: &str, service_name: &str, profile_type: &str) -> Labels {
-        let mut l = self.base.clone();
+    pub fn target_key(&self, instance: &str, service_name: &str, profile_type: &str) -> SeriesKey {
+        let mut l = Vec::with_capacity(self.base.len() + 3);
+        l.extend(self.base.iter().cloned());
         l.push(("instance".to_string(), instance.to_string()));
         l.push(("service_name".to_string(), service_name.to_string()));
         l.push(("profile_type".to_string(), profile_type.to_string()));
-        l
+        SeriesKey(Arc::new(l))
     }
 
     /// Records a target's last scrape: up or down and how long it took.
-    pub fn target_scraped(&self, key: &Labels, up: bool, seconds: Option<f64>) {
+    pub fn target_scraped(&self, key: &SeriesKey, up: bool, seconds: Option<f64>) {
         self.all.up.get_or_create(key).set(i64::from(up));
         if let Some(s) = seconds {
             self.all.duration.get_or_create(key).set(s);
         }
     }
 
-    pub fn remove_target(&self, key: &Labels) {
+    pub fn remove_target(&self, key: &SeriesKey) {
         self.all.up.remove(key);
         self.all.duration.remove(key);
     }

@@ -38,7 +38,6 @@ use crate::labels::LabelSet;
 use crate::pprof::SeriesState;
 use crate::profiles::{Appendable as _, FanOut, Profile};
 use crate::runtime::event::emit;
-use crate::runtime::metrics::Labels as MetricLabels;
 
 /// Bodies larger than this are processed on the processor's own threads rather than on a
 /// runtime worker.
@@ -73,7 +72,7 @@ pub struct LoopTarget {
     /// What every forwarded profile is labelled with: built once per target, shared by every
     /// profile (a clone per scrape copies no label string).
     pub labels: LabelSet,
-    pub metrics_key: MetricLabels,
+    pub metrics_key: super::metrics::SeriesKey,
     /// Set when the target breaks a label limit: it is not scraped.
     pub blocked: Option<ScrapeError>,
 }
@@ -396,6 +395,7 @@ async fn scrape_once(
             timeout,
             body_size_limit: env.body_size_limit,
             size_hint: hints.body,
+            keep_connection: super::fetch::keeps_connection(&target.url),
         })
         .await?;
         hints.body = body.len();

@@ -310,6 +310,8 @@ impl ScrapeTarget {
                 out.set(k, v);
             }
         }
+        // Kept by the loop as long as the target exists.
+        out.shrink_to_fit();
         out
     }
 
@@ -386,6 +388,8 @@ pub fn targets_for(
         if godeltaprof {
             labels.set(NAME, &profile_name);
         }
+        // Kept by the loop as long as the target exists.
+        labels.set.shrink_to_fit();
         let url = url_for(&labels, &params);
         let hash = identity(&labels, &url);
         let delta_path = !godeltaprof
