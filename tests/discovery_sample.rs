@@ -317,7 +317,8 @@ async fn three_pods_per_deployment_sticky_through_deletes_and_scaling() {
     }
 }
 
-/// `scraper check` refuses bad arguments with `file:line:col` at the attribute (or the block).
+/// `scraper check` refuses bad arguments with `file:line:col` at the value at fault (or the
+/// block, when an argument is missing).
 #[test]
 fn check_reports_bad_arguments_with_positions() {
     let cases: &[(&str, &str, &str)] = &[
@@ -326,10 +327,10 @@ fn check_reports_bad_arguments_with_positions() {
             "1:1",
             "discovery.sample needs \"max\" or \"fraction\"",
         ),
-        ("targets = []\n  fraction = 1.5\n", "3:3", "fraction must be in (0, 1], got 1.5"),
-        ("targets = []\n  fraction = 0\n", "3:3", "fraction must be in (0, 1], got 0"),
-        ("targets = []\n  max = 0\n", "3:3", "max must be at least 1, got 0"),
-        ("targets = []\n  max = \"3\"\n", "3:", "max"),
+        ("targets = []\n  fraction = 1.5\n", "3:14", "fraction must be in (0, 1], got 1.5"),
+        ("targets = []\n  fraction = 0\n", "3:14", "fraction must be in (0, 1], got 0"),
+        ("targets = []\n  max = 0\n", "3:9", "max must be at least 1, got 0"),
+        ("targets = []\n  max = 3\n  group_by = \"app\"\n", "4:", "group_by"),
         ("targets = []\n  max = 3\n  maximum = 3\n", "4:3", "unrecognized attribute name \"maximum\""),
     ];
     let dir = tempfile::tempdir().expect("tempdir");

@@ -4,7 +4,8 @@
 //! * a `Vec` of `(name, value)` pairs kept **sorted by name** with unique names, so a lookup is a
 //!   binary search over contiguous memory and iteration is already in Prometheus' sorted order
 //!   (which `labelmap` depends on when two names map to the same new name);
-//! * names and values are `Arc<str>`: cloning a target (the discovery component hands the same
+//! * names and values are `Arc<str>`, and names are shared process-wide (`intern`: one
+//!   allocation per distinct name, so lookups compare against names in cache): cloning a target (the discovery component hands the same
 //!   targets to every consumer) costs reference-count bumps, not string copies, and a rule's
 //!   fixed `target_label` is allocated once at load time and shared by every target it writes;
 //! * setting or deleting one label shifts the tail of the vector in place; nothing rebuilds the
@@ -26,12 +27,25 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::de::{Deserialize, Deserializer};
+
+mod intern;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// A label name. Shared, because the same names recur across thousands of targets.
 pub type LabelName = Arc<str>;
 /// A label value.
 pub type LabelValue = Arc<str>;
+
+/// `a == b`, answered without reading the bytes when both are the same shared name.
+fn same_name(a: &LabelName, b: &str) -> bool {
+    (std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()) || **a == *b
+}
+
+/// The process-wide handle of a label name (see the module docs): what a set would store for
+/// it. Relabel rules take their label names from here so that they share the targets' names.
+pub fn shared_name(name: &str) -> LabelName {
+    intern::name(name)
+}
 
 /// A target's labels: unique names, sorted, no empty values.
 #[derive(Default, PartialEq, Eq, Hash, Clone)]
@@ -105,7 +119,7 @@ impl LabelSet {
     pub(crate) fn get_hinted(&self, name: &str, hint: &AtomicUsize) -> Option<&LabelValue> {
         let h = hint.load(Ordering::Relaxed);
         if let Some((n, v)) = self.labels.get(h)
-            && **n == *name
+            && same_name(n, name)
         {
             return Some(v);
         }
@@ -131,7 +145,7 @@ impl LabelSet {
         }
         let h = hint.load(Ordering::Relaxed);
         if let Some(slot) = self.labels.get(h)
-            && *slot.0 == **name
+            && same_name(&slot.0, name)
         {
             if slot.1 != value {
                 self.labels_mut()[h].1 = value;
@@ -179,7 +193,7 @@ impl LabelSet {
             }
             Err(i) => self
                 .labels_mut()
-                .insert(i, (Arc::from(name), Arc::from(value))),
+                .insert(i, (intern::name(name), Arc::from(value))),
         }
     }
 
@@ -213,7 +227,7 @@ impl LabelSet {
                     self.labels_mut()[i].1 = value;
                 }
             }
-            Err(i) => self.labels_mut().insert(i, (Arc::from(name), value)),
+            Err(i) => self.labels_mut().insert(i, (intern::name(name), value)),
         }
     }
 
@@ -233,14 +247,14 @@ impl LabelSet {
         let mut adds = adds.iter().peekable();
         for (n, v) in old {
             while let Some((an, av)) = adds.next_if(|(an, _)| **an < *n) {
-                out.push((Arc::from(*an), av.clone()));
+                out.push((intern::name(an), av.clone()));
             }
             match adds.next_if(|(an, _)| **an == *n) {
                 Some((_, av)) => out.push((n, av.clone())),
                 None => out.push((n, v)),
             }
         }
-        out.extend(adds.map(|(an, av)| (Arc::from(*an), av.clone())));
+        out.extend(adds.map(|(an, av)| (intern::name(an), av.clone())));
         self.labels = Arc::new(out);
     }
 
@@ -309,7 +323,7 @@ where
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut labels: Vec<(LabelName, LabelValue)> = iter
             .into_iter()
-            .map(|(k, v)| (k.into(), v.into()))
+            .map(|(k, v)| (intern::shared(k.into()), v.into()))
             .collect();
         // Stable sort keeps input order among equal names, so "last wins" below is well defined.
         labels.sort_by(|a, b| a.0.cmp(&b.0));
@@ -334,7 +348,7 @@ impl<K: Borrow<str>, V: Borrow<str>> From<&BTreeMap<K, V>> for LabelSet {
         let labels = map
             .iter()
             .filter(|(_, v)| !Borrow::<str>::borrow(*v).is_empty())
-            .map(|(k, v)| (Arc::from(k.borrow()), Arc::from(v.borrow())))
+            .map(|(k, v)| (intern::name(k.borrow()), Arc::from(v.borrow())))
             .collect();
         LabelSet {
             labels: Arc::new(labels),
