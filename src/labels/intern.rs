@@ -13,15 +13,21 @@
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock, RwLock};
 
+use xxhash_rust::xxh3::Xxh3DefaultBuilder;
+
 use super::LabelName;
 
 /// Most names kept: far above any real discovery (hundreds), and at ~100 bytes per name a few
 /// MiB at worst.
 const CAP: usize = 50_000;
 
-fn table() -> &'static RwLock<HashSet<LabelName>> {
-    static NAMES: OnceLock<RwLock<HashSet<LabelName>>> = OnceLock::new();
-    NAMES.get_or_init(|| RwLock::new(HashSet::new()))
+/// Keyed by XXH3 rather than SipHash: names are not attacker-chosen keys of a long-lived map
+/// an attacker can grow (the table is capped), and lookups sit on relabelling's hot path.
+type Table = HashSet<LabelName, Xxh3DefaultBuilder>;
+
+fn table() -> &'static RwLock<Table> {
+    static NAMES: OnceLock<RwLock<Table>> = OnceLock::new();
+    NAMES.get_or_init(|| RwLock::new(Table::default()))
 }
 
 /// The shared handle for `name`, allocated (and remembered) on first use.

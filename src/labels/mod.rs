@@ -36,6 +36,26 @@ pub type LabelName = Arc<str>;
 /// A label value.
 pub type LabelValue = Arc<str>;
 
+/// Merges sorted `old` pairs and sorted unique `adds` into `out`; an add replaces the old pair
+/// of the same name.
+fn merge_into(
+    out: &mut Vec<(LabelName, LabelValue)>,
+    old: impl Iterator<Item = (LabelName, LabelValue)>,
+    adds: &[(&str, LabelValue)],
+) {
+    let mut adds = adds.iter().peekable();
+    for (n, v) in old {
+        while let Some((an, av)) = adds.next_if(|(an, _)| **an < *n) {
+            out.push((intern::name(an), av.clone()));
+        }
+        match adds.next_if(|(an, _)| **an == *n) {
+            Some((_, av)) => out.push((n, av.clone())),
+            None => out.push((n, v)),
+        }
+    }
+    out.extend(adds.map(|(an, av)| (intern::name(an), av.clone())));
+}
+
 /// `a == b`, answered without reading the bytes when both are the same shared name.
 fn same_name(a: &LabelName, b: &str) -> bool {
     (std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()) || **a == *b
@@ -239,22 +259,13 @@ impl LabelSet {
         if adds.iter().all(|(n, v)| self.get_shared(n) == Some(v)) {
             return;
         }
-        let old = match Arc::get_mut(&mut self.labels) {
-            Some(own) => std::mem::take(own),
-            None => (*self.labels).clone(),
-        };
-        let mut out = Vec::with_capacity(old.len() + adds.len() + HEADROOM);
-        let mut adds = adds.iter().peekable();
-        for (n, v) in old {
-            while let Some((an, av)) = adds.next_if(|(an, _)| **an < *n) {
-                out.push((intern::name(an), av.clone()));
-            }
-            match adds.next_if(|(an, _)| **an == *n) {
-                Some((_, av)) => out.push((n, av.clone())),
-                None => out.push((n, v)),
-            }
+        let mut out = Vec::with_capacity(self.labels.len() + adds.len() + HEADROOM);
+        // One pass either way: the pairs move out of a set of our own, or are cloned straight
+        // out of a shared one (no intermediate copy).
+        match Arc::get_mut(&mut self.labels) {
+            Some(own) => merge_into(&mut out, std::mem::take(own).into_iter(), adds),
+            None => merge_into(&mut out, self.labels.iter().cloned(), adds),
         }
-        out.extend(adds.map(|(an, av)| (intern::name(an), av.clone())));
         self.labels = Arc::new(out);
     }
 
