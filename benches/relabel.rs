@@ -167,12 +167,20 @@ fn chart_rules() -> Vec<RuleConfig> {
         RuleConfig {
             regex: "(https?)".into(),
             replacement: "$1".into(),
-            ..rule(Action::Replace, &[&format!("{ANN}memory_scheme")], "__scheme__")
+            ..rule(
+                Action::Replace,
+                &[&format!("{ANN}memory_scheme")],
+                "__scheme__",
+            )
         },
         RuleConfig {
             regex: "(.+)".into(),
             replacement: "$1".into(),
-            ..rule(Action::Replace, &[&format!("{ANN}memory_path")], "__profile_path__")
+            ..rule(
+                Action::Replace,
+                &[&format!("{ANN}memory_path")],
+                "__profile_path__",
+            )
         },
         RuleConfig {
             separator: ";".into(),
@@ -295,8 +303,14 @@ fn pod_target_annotated(
     let chart: [(&str, String); 6] = [
         ("profiles_grafana_com_memory_scrape", "true".into()),
         ("profiles_grafana_com_memory_port", "1777".into()),
-        ("profiles_grafana_com_memory_path", "/debug/pprof/allocs".into()),
-        ("profiles_grafana_com_service_name", format!("{ns}/pprof-collector")),
+        (
+            "profiles_grafana_com_memory_path",
+            "/debug/pprof/allocs".into(),
+        ),
+        (
+            "profiles_grafana_com_service_name",
+            format!("{ns}/pprof-collector"),
+        ),
         (
             "profiles_grafana_com_service_repository",
             "https://github.com/open-telemetry/opentelemetry-collector-contrib".into(),

@@ -161,7 +161,7 @@ impl Fleet {
         tokio::time::sleep(WINDOW).await;
         let after = self.counts();
         let mut out: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
-        for (&(d, i), _) in &self.servers {
+        for &(d, i) in self.servers.keys() {
             let p = pod_name(d, i);
             if after.get(&p) > before.get(&p) {
                 out.entry(d).or_default().insert(p);
@@ -313,7 +313,10 @@ async fn three_pods_per_deployment_sticky_through_deletes_and_scaling() {
     let info = s.component("discovery.sample.pods").await;
     let text = info.to_string();
     for p in &want[&d] {
-        assert!(text.contains(p.as_str()), "{p} not on the component page: {text}");
+        assert!(
+            text.contains(p.as_str()),
+            "{p} not on the component page: {text}"
+        );
     }
 }
 
@@ -327,11 +330,31 @@ fn check_reports_bad_arguments_with_positions() {
             "1:1",
             "discovery.sample needs \"max\" or \"fraction\"",
         ),
-        ("targets = []\n  fraction = 1.5\n", "3:14", "fraction must be in (0, 1], got 1.5"),
-        ("targets = []\n  fraction = 0\n", "3:14", "fraction must be in (0, 1], got 0"),
-        ("targets = []\n  max = 0\n", "3:9", "max must be at least 1, got 0"),
-        ("targets = []\n  max = 3\n  group_by = \"app\"\n", "4:", "group_by"),
-        ("targets = []\n  max = 3\n  maximum = 3\n", "4:3", "unrecognized attribute name \"maximum\""),
+        (
+            "targets = []\n  fraction = 1.5\n",
+            "3:14",
+            "fraction must be in (0, 1], got 1.5",
+        ),
+        (
+            "targets = []\n  fraction = 0\n",
+            "3:14",
+            "fraction must be in (0, 1], got 0",
+        ),
+        (
+            "targets = []\n  max = 0\n",
+            "3:9",
+            "max must be at least 1, got 0",
+        ),
+        (
+            "targets = []\n  max = 3\n  group_by = \"app\"\n",
+            "4:",
+            "group_by",
+        ),
+        (
+            "targets = []\n  max = 3\n  maximum = 3\n",
+            "4:3",
+            "unrecognized attribute name \"maximum\"",
+        ),
     ];
     let dir = tempfile::tempdir().expect("tempdir");
     let mut failures = Vec::new();
@@ -345,9 +368,10 @@ fn check_reports_bad_arguments_with_positions() {
             .expect("run scraper check");
         let stderr = String::from_utf8_lossy(&out.stderr);
         let located = format!("{}:{at}", path.display());
-        if out.status.code() != Some(1) || !stderr.contains(&located) || !stderr.contains(message)
-        {
-            failures.push(format!("{body:?}: want {located} {message:?}, got:\n{stderr}"));
+        if out.status.code() != Some(1) || !stderr.contains(&located) || !stderr.contains(message) {
+            failures.push(format!(
+                "{body:?}: want {located} {message:?}, got:\n{stderr}"
+            ));
         }
     }
     // And a good one passes.
@@ -357,9 +381,16 @@ fn check_reports_bad_arguments_with_positions() {
         "discovery.sample \"s\" {\n  targets = []\n  max = 3\n  fraction = 0.5\n}\n",
     )
     .expect("write");
-    let out = Command::new(BIN).arg("check").arg(&path).output().expect("run");
+    let out = Command::new(BIN)
+        .arg("check")
+        .arg(&path)
+        .output()
+        .expect("run");
     if !out.status.success() {
-        failures.push(format!("good config refused: {}", String::from_utf8_lossy(&out.stderr)));
+        failures.push(format!(
+            "good config refused: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -25,7 +25,9 @@ pub fn builtin() -> Registry {
         .with(Registration::new::<
             crate::components::discovery::relabel::Relabel,
         >("discovery.relabel"))
-        .with(Registration::new::<crate::components::discovery::sample::Sample>("discovery.sample"))
+        .with(Registration::new::<
+            crate::components::discovery::sample::Sample,
+        >("discovery.sample"))
         .with(Registration::new::<
             crate::components::discovery::kubernetes::Kubernetes,
         >("discovery.kubernetes"))

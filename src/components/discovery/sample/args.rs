@@ -87,9 +87,7 @@ impl Arguments {
         if let Some(f) = self.fraction
             && !(f > 0.0 && f <= 1.0)
         {
-            out.push(
-                Invalid::new(format!("fraction must be in (0, 1], got {f}")).attr("fraction"),
-            );
+            out.push(Invalid::new(format!("fraction must be in (0, 1], got {f}")).attr("fraction"));
         }
         out
     }
@@ -141,7 +139,10 @@ mod tests {
             ("max = 0", &["max must be at least 1, got 0"]),
             ("fraction = 0", &["fraction must be in (0, 1], got 0"]),
             ("fraction = 1.5", &["fraction must be in (0, 1], got 1.5"]),
-            ("fraction = -0.5\nmax = -1", &["max must be", "fraction must be"]),
+            (
+                "fraction = -0.5\nmax = -1",
+                &["max must be", "fraction must be"],
+            ),
         ];
         for (body, want) in cases {
             let a = decode_args(&format!("targets = []\n{body}\n")).expect("decodes");

@@ -122,7 +122,11 @@ mod tests {
             .map(|p| (hash_values(&[p.as_str()]), p))
             .collect();
         by_hash.sort();
-        by_hash.into_iter().take(n).map(|(_, p)| p.clone()).collect()
+        by_hash
+            .into_iter()
+            .take(n)
+            .map(|(_, p)| p.clone())
+            .collect()
     }
 
     #[test]
@@ -143,8 +147,7 @@ mod tests {
         let all20 = pod_names(20);
         let first = smallest(&all20, 3);
         let victim = first.iter().next().cloned().expect("three chosen");
-        let without_victim: Vec<String> =
-            all20.iter().filter(|p| **p != victim).cloned().collect();
+        let without_victim: Vec<String> = all20.iter().filter(|p| **p != victim).cloned().collect();
         let all40 = pod_names(40);
 
         let mut s = Sampler::default();
@@ -171,7 +174,11 @@ mod tests {
         assert_eq!(run(&mut s, &all20, max(3)), after);
         // 5. Scaling to 40 pods keeps the three, even if new pods hash smaller.
         assert_eq!(run(&mut s, &all40, max(3)), after);
-        assert_ne!(smallest(&all40, 3), after, "the test wants a smaller new hash");
+        assert_ne!(
+            smallest(&all40, 3),
+            after,
+            "the test wants a smaller new hash"
+        );
         // 6. A larger limit adds the smallest unchosen hashes; a smaller one drops the largest.
         let five = run(&mut s, &all40, max(5));
         assert!(after.is_subset(&five));

@@ -60,7 +60,10 @@ use crate::syntax::value::Value;
 use crate::targets as target;
 
 fn exports(output: Vec<Value>) -> Value {
-    Value::Object(BTreeMap::from([("output".to_string(), Value::Array(output))]))
+    Value::Object(BTreeMap::from([(
+        "output".to_string(),
+        Value::Array(output),
+    )]))
 }
 
 /// What the last update saw of one group, for metrics and the component page.

@@ -1,8 +1,8 @@
 //! The component over decoded arguments: grouping, keys, whole pods, shared capsules.
 
 use super::*;
-use crate::targets::Shared;
 use crate::syntax::decode;
+use crate::targets::Shared;
 
 fn pod(ns: &str, deploy: &str, i: usize, container: &str, port: u16) -> LabelSet {
     let name = format!("{deploy}-{i}");
@@ -12,15 +12,18 @@ fn pod(ns: &str, deploy: &str, i: usize, container: &str, port: u16) -> LabelSet
         ("__meta_kubernetes_pod_name", name),
         ("__meta_kubernetes_pod_controller_kind", "ReplicaSet".into()),
         ("__meta_kubernetes_pod_controller_name", deploy.to_string()),
-        ("__meta_kubernetes_pod_container_name", container.to_string()),
+        (
+            "__meta_kubernetes_pod_container_name",
+            container.to_string(),
+        ),
     ]
     .into_iter()
     .collect()
 }
 
 fn args(targets: Vec<LabelSet>, max: i64) -> Arguments {
-    let mut a: Arguments = decode::decode_source(&format!("targets = []\nmax = {max}\n"))
-        .expect("valid arguments");
+    let mut a: Arguments =
+        decode::decode_source(&format!("targets = []\nmax = {max}\n")).expect("valid arguments");
     a.targets = targets.into_iter().map(Shared::from).collect();
     a
 }
@@ -46,7 +49,9 @@ fn build(a: Arguments) -> (Sample, ExportsHandle) {
 fn chosen_pods(out: &[Shared]) -> BTreeMap<String, BTreeSet<String>> {
     let mut m: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for t in out {
-        let d = t.0.get("__meta_kubernetes_pod_controller_name").unwrap_or("");
+        let d =
+            t.0.get("__meta_kubernetes_pod_controller_name")
+                .unwrap_or("");
         let p = t.0.get("__meta_kubernetes_pod_name").unwrap_or("");
         m.entry(d.to_string()).or_default().insert(p.to_string());
     }
@@ -144,5 +149,9 @@ fn invalid_arguments_are_refused_at_build_and_update() {
     bad.fraction = Some(2.0);
     assert!(c.update(bad.clone()).is_err());
     assert_eq!(Sample::validate(&bad).len(), 1);
-    assert_eq!(Sample::validate(&bad)[0].at.len(), 1, "placed at the attribute");
+    assert_eq!(
+        Sample::validate(&bad)[0].at.len(),
+        1,
+        "placed at the attribute"
+    );
 }
