@@ -4,11 +4,14 @@
 #   bash bench/relabel.sh          # full criterion run, then the comparison
 #   QUICK=1 bash bench/relabel.sh  # summary timings only (about a minute)
 #
-# Workload: the 12 rules of shared/alloy-corpus/profiling/seed-otel-collector.alloy over 10,000
-# pod-role targets of 60 labels (benches/relabel.rs writes it as JSON; the Go program reads the
-# same file). Go side: github.com/prometheus/prometheus/model/relabel from Debian's `prometheus`
-# source package (fetched with `apt-get source`), built in GOPATH mode against Debian's
-# golang-*-dev packages. The script installs nothing: it names what is missing and stops.
+# Workload: 10,000 pod-role targets of 60 labels through the 12 rules of
+# shared/alloy-corpus/profiling/seed-otel-collector.alloy (`mixed`, `all_kept`) and through the
+# Pyroscope Helm chart's labelmap-heavy annotation rules (`chart`); benches/relabel.rs writes it
+# as JSON, the Go program reads the same file, and both print a digest of their output, which
+# must agree. Go side: github.com/prometheus/prometheus/model/relabel 2.42 from Debian's
+# `prometheus` source package (`apt-get source prometheus`) or, equally, `git archive v2.42.0`
+# of a Prometheus clone unpacked as $WORK/src/prometheus-2.42.0; built in GOPATH mode against
+# Debian's golang-*-dev packages. The script installs nothing: it names what is missing and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -35,7 +38,8 @@ src=$(ls -d "$WORK"/src/prometheus-2.* 2>/dev/null | head -1 || true)
 if [ -z "$src" ]; then
   echo "Prometheus' Debian source package is not in $WORK/src." >&2
   echo "fetch it with: mkdir -p '$WORK/src' && cd '$WORK/src' && apt-get source prometheus" >&2
-  echo "(apt-get source needs a deb-src entry in /etc/apt/sources.list.d/)" >&2
+  echo "(apt-get source needs a deb-src entry in /etc/apt/sources.list.d/; or, from a clone:" >&2
+  echo " mkdir -p '$WORK/src/prometheus-2.42.0' && git -C <clone> archive v2.42.0 model util | tar -x -C '$WORK/src/prometheus-2.42.0')" >&2
   exit 1
 fi
 
@@ -45,6 +49,10 @@ GOPATH_DIR="$WORK/gopath"
 mkdir -p "$GOPATH_DIR/src/github.com/prometheus"
 ln -sfn "$src" "$GOPATH_DIR/src/github.com/prometheus/prometheus"
 ln -sfn "$ROOT/bench/relabel-go" "$GOPATH_DIR/src/relabel-go"
+# Upstream sources import xxhash as .../xxhash/v2 (Debian's source package rewrites that);
+# Debian installs the v2 code without the suffix.
+mkdir -p "$GOPATH_DIR/src/github.com/cespare/xxhash"
+ln -sfn /usr/share/gocode/src/github.com/cespare/xxhash "$GOPATH_DIR/src/github.com/cespare/xxhash/v2"
 GO111MODULE=off GOPATH="$GOPATH_DIR:/usr/share/gocode" GOFLAGS= \
   go build -o "$WORK/relabel-go" relabel-go
 
@@ -86,14 +94,24 @@ def parse(path):
                 pass
     return best
 rust, go = parse(sys.argv[1]), parse(sys.argv[2])
-print("\nns per rule application, best of the rounds (lower is better)")
-print(f"{'scenario':<10} {'rules run':>9} {'rust process':>13} {'rust clone+process':>19} {'go copy+Process':>16} {'speed-up':>9}")
+bad = False
+print("\nns per rule application, best of the rounds (lower is better); wall clock and CPU time")
+print(f"{'scenario':<10} {'rules run':>9} {'rust process':>13} {'rust clone+process':>19} {'go copy+Process':>16} {'speed-up':>9} {'rust cpu':>9} {'go cpu':>9} {'cpu speed-up':>13}")
 for name in rust:
     r, g = rust[name], go.get(name, {})
-    if r["rule_applications"] != g.get("rule_applications"):
-        print(f"{name}: rule applications differ (rust {r['rule_applications']}, go {g.get('rule_applications')})")
+    for k in ("rule_applications", "kept", "output_fnv"):
+        if r.get(k) != g.get(k):
+            print(f"{name}: {k} differs (rust {r.get(k)}, go {g.get(k)}): NOT identical output")
+            bad = True
     rp, rc = float(r["process_ns_per_rule"]), float(r["clone_process_ns_per_rule"])
     gc = float(g.get("copy_process_ns_per_rule", "nan"))
-    print(f"{name:<10} {r['rule_applications']:>9} {rp:>13.1f} {rc:>19.1f} {gc:>16.1f} {gc / rc:>8.1f}x")
-print("\n(speed-up = Go copy+Process / Rust clone+process: both include copying the discovered target)")
+    rcpu = float(r.get("clone_process_cpu_ns_per_rule", "nan"))
+    gcpu = float(g.get("copy_process_cpu_ns_per_rule", "nan"))
+    print(f"{name:<10} {r['rule_applications']:>9} {rp:>13.1f} {rc:>19.1f} {gc:>16.1f} {gc / rc:>8.1f}x {rcpu:>9.1f} {gcpu:>9.1f} {gcpu / rcpu:>12.1f}x")
+print("\n(speed-up = Go copy+Process / Rust clone+process: both include copying the discovered target;")
+print(" CPU time counts every thread of each process, Go's garbage collector included, and not the")
+print(" time spent waiting for a core, which other jobs on a shared machine decide)")
+if not bad:
+    print("output identical (rule applications, kept targets and output digest) in every scenario")
+sys.exit(1 if bad else 0)
 PY

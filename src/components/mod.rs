@@ -26,6 +26,9 @@ pub fn builtin() -> Registry {
             crate::components::discovery::relabel::Relabel,
         >("discovery.relabel"))
         .with(Registration::new::<
+            crate::components::discovery::sample::Sample,
+        >("discovery.sample"))
+        .with(Registration::new::<
             crate::components::discovery::kubernetes::Kubernetes,
         >("discovery.kubernetes"))
         .with(Registration::new::<

@@ -4,11 +4,17 @@
 //! * a `Vec` of `(name, value)` pairs kept **sorted by name** with unique names, so a lookup is a
 //!   binary search over contiguous memory and iteration is already in Prometheus' sorted order
 //!   (which `labelmap` depends on when two names map to the same new name);
-//! * names and values are `Arc<str>`: cloning a target (the discovery component hands the same
+//! * names and values are `Arc<str>`, and names are shared process-wide (`intern`: one
+//!   allocation per distinct name, so lookups compare against names in cache): cloning a target (the discovery component hands the same
 //!   targets to every consumer) costs reference-count bumps, not string copies, and a rule's
 //!   fixed `target_label` is allocated once at load time and shared by every target it writes;
 //! * setting or deleting one label shifts the tail of the vector in place; nothing rebuilds the
-//!   whole set per rule (Prometheus 2.x copies the whole set for every rule that changes it).
+//!   whole set per rule (Prometheus 2.x copies the whole set for every rule that changes it);
+//! * the vector itself is shared copy-on-write: cloning a set is one reference-count bump, and
+//!   the pairs are copied only by the first change to the clone. Relabelling clones every
+//!   discovered target and most rule lists start with `keep`/`drop`, so a dropped target never
+//!   had its labels copied; a rule that changes nothing (a `set` of the same value, a `remove`
+//!   of an absent label) copies nothing either.
 //!
 //! Invariant, as in Prometheus' `labels.Builder` and Alloy's target builder: **an empty value is
 //! the same as an absent label**. Setting `""` deletes, and inputs with empty values are dropped
@@ -21,6 +27,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::de::{Deserialize, Deserializer};
+
+mod intern;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// A label name. Shared, because the same names recur across thousands of targets.
@@ -28,23 +36,46 @@ pub type LabelName = Arc<str>;
 /// A label value.
 pub type LabelValue = Arc<str>;
 
-/// A target's labels: unique names, sorted, no empty values.
-#[derive(Default, PartialEq, Eq, Hash)]
-pub struct LabelSet {
-    labels: Vec<(LabelName, LabelValue)>,
+/// Merges sorted `old` pairs and sorted unique `adds` into `out`; an add replaces the old pair
+/// of the same name.
+fn merge_into(
+    out: &mut Vec<(LabelName, LabelValue)>,
+    old: impl Iterator<Item = (LabelName, LabelValue)>,
+    adds: &[(&str, LabelValue)],
+) {
+    let mut adds = adds.iter().peekable();
+    for (n, v) in old {
+        while let Some((an, av)) = adds.next_if(|(an, _)| **an < *n) {
+            out.push((intern::name(an), av.clone()));
+        }
+        match adds.next_if(|(an, _)| **an == *n) {
+            Some((_, av)) => out.push((n, av.clone())),
+            None => out.push((n, v)),
+        }
+    }
+    out.extend(adds.map(|(an, av)| (intern::name(an), av.clone())));
 }
 
-/// Spare capacity given to built and cloned sets: relabelling usually adds a few labels, and
+/// `a == b`, answered without reading the bytes when both are the same shared name.
+fn same_name(a: &LabelName, b: &str) -> bool {
+    (std::ptr::eq(a.as_ptr(), b.as_ptr()) && a.len() == b.len()) || **a == *b
+}
+
+/// The process-wide handle of a label name (see the module docs): what a set would store for
+/// it. Relabel rules take their label names from here so that they share the targets' names.
+pub fn shared_name(name: &str) -> LabelName {
+    intern::name(name)
+}
+
+/// A target's labels: unique names, sorted, no empty values.
+#[derive(Default, PartialEq, Eq, Hash, Clone)]
+pub struct LabelSet {
+    labels: Arc<Vec<(LabelName, LabelValue)>>,
+}
+
+/// Spare capacity given to built and copied sets: relabelling usually adds a few labels, and
 /// without room the first insert would reallocate and copy the whole set.
 const HEADROOM: usize = 8;
-
-impl Clone for LabelSet {
-    fn clone(&self) -> Self {
-        let mut labels = Vec::with_capacity(self.labels.len() + HEADROOM);
-        labels.extend(self.labels.iter().cloned());
-        LabelSet { labels }
-    }
-}
 
 impl LabelSet {
     /// An empty set.
@@ -55,14 +86,28 @@ impl LabelSet {
     /// An empty set with room for `n` labels.
     pub fn with_capacity(n: usize) -> Self {
         Self {
-            labels: Vec::with_capacity(n),
+            labels: Arc::new(Vec::with_capacity(n)),
         }
     }
 
-    /// Gives back the spare room clones get: for sets that are kept long and not changed
-    /// again (each scrape loop's labels, 40,000 of them at 8,000 targets).
+    /// Gives back the spare room a changed set keeps: for sets that are kept long and not
+    /// changed again (each scrape loop's labels, 40,000 of them at 8,000 targets). A set still
+    /// shared with a clone has no spare room of its own and is left as it is.
     pub fn shrink_to_fit(&mut self) {
-        self.labels.shrink_to_fit();
+        if let Some(own) = Arc::get_mut(&mut self.labels) {
+            own.shrink_to_fit();
+        }
+    }
+
+    /// The pairs for changing: this set's own vector, copied (with headroom) first if it is
+    /// shared with a clone.
+    fn labels_mut(&mut self) -> &mut Vec<(LabelName, LabelValue)> {
+        if Arc::get_mut(&mut self.labels).is_none() {
+            let mut own = Vec::with_capacity(self.labels.len() + HEADROOM);
+            own.extend(self.labels.iter().cloned());
+            self.labels = Arc::new(own);
+        }
+        Arc::make_mut(&mut self.labels)
     }
 
     /// Number of labels.
@@ -103,7 +148,7 @@ impl LabelSet {
     pub(crate) fn get_hinted(&self, name: &str, hint: &AtomicUsize) -> Option<&LabelValue> {
         let h = hint.load(Ordering::Relaxed);
         if let Some((n, v)) = self.labels.get(h)
-            && **n == *name
+            && same_name(n, name)
         {
             return Some(v);
         }
@@ -128,19 +173,23 @@ impl LabelSet {
             return;
         }
         let h = hint.load(Ordering::Relaxed);
-        if let Some(slot) = self.labels.get_mut(h)
-            && *slot.0 == **name
+        if let Some(slot) = self.labels.get(h)
+            && same_name(&slot.0, name)
         {
-            slot.1 = value;
+            if slot.1 != value {
+                self.labels_mut()[h].1 = value;
+            }
             return;
         }
         let i = match self.find(name) {
             Ok(i) => {
-                self.labels[i].1 = value;
+                if self.labels[i].1 != value {
+                    self.labels_mut()[i].1 = value;
+                }
                 i
             }
             Err(i) => {
-                self.labels.insert(i, (name.clone(), value));
+                self.labels_mut().insert(i, (name.clone(), value));
                 i
             }
         };
@@ -168,10 +217,12 @@ impl LabelSet {
                 // Skip the allocation when the value is unchanged (common for rules that
                 // normalise an already-normal value).
                 if &*self.labels[i].1 != value {
-                    self.labels[i].1 = Arc::from(value);
+                    self.labels_mut()[i].1 = Arc::from(value);
                 }
             }
-            Err(i) => self.labels.insert(i, (Arc::from(name), Arc::from(value))),
+            Err(i) => self
+                .labels_mut()
+                .insert(i, (intern::name(name), Arc::from(value))),
         }
     }
 
@@ -183,9 +234,48 @@ impl LabelSet {
             return;
         }
         match self.find(name) {
-            Ok(i) => self.labels[i].1 = value,
-            Err(i) => self.labels.insert(i, (name.clone(), value)),
+            Ok(i) => {
+                if self.labels[i].1 != value {
+                    self.labels_mut()[i].1 = value;
+                }
+            }
+            Err(i) => self.labels_mut().insert(i, (name.clone(), value)),
         }
+    }
+
+    /// Like [`set_shared`](Self::set_shared) with a borrowed name, allocated only when the
+    /// label is new; an unchanged value is left alone.
+    pub fn set_shared_str(&mut self, name: &str, value: LabelValue) {
+        if value.is_empty() {
+            self.remove(name);
+            return;
+        }
+        match self.find(name) {
+            Ok(i) => {
+                if self.labels[i].1 != value {
+                    self.labels_mut()[i].1 = value;
+                }
+            }
+            Err(i) => self.labels_mut().insert(i, (intern::name(name), value)),
+        }
+    }
+
+    /// Sets every pair of `adds` (sorted by name, unique, no empty values) in one merge, copying
+    /// nothing when every pair is already there with its value. Setting many labels one by one
+    /// shifts the tail of the set once per new label; a merge moves each pair once.
+    pub fn set_sorted(&mut self, adds: &[(&str, LabelValue)]) {
+        debug_assert!(adds.windows(2).all(|w| w[0].0 < w[1].0));
+        if adds.iter().all(|(n, v)| self.get_shared(n) == Some(v)) {
+            return;
+        }
+        let mut out = Vec::with_capacity(self.labels.len() + adds.len() + HEADROOM);
+        // One pass either way: the pairs move out of a set of our own, or are cloned straight
+        // out of a shared one (no intermediate copy).
+        match Arc::get_mut(&mut self.labels) {
+            Some(own) => merge_into(&mut out, std::mem::take(own).into_iter(), adds),
+            None => merge_into(&mut out, self.labels.iter().cloned(), adds),
+        }
+        self.labels = Arc::new(out);
     }
 
     /// Sets a label from an owned name and value (no copy of either).
@@ -198,14 +288,26 @@ impl LabelSet {
     /// Removes `name`, returning its value if it was present.
     pub fn remove(&mut self, name: &str) -> Option<LabelValue> {
         match self.find(name) {
-            Ok(i) => Some(self.labels.remove(i).1),
+            Ok(i) => Some(self.labels_mut().remove(i).1),
             Err(_) => None,
         }
     }
 
-    /// Keeps only the labels for which `keep(name, value)` is true (one pass, in place).
+    /// Keeps only the labels for which `keep(name, value)` is true (one pass, in place; `keep`
+    /// runs once per label, and nothing is copied when every label is kept).
     pub fn retain(&mut self, mut keep: impl FnMut(&str, &str) -> bool) {
-        self.labels.retain(|(n, v)| keep(n, v));
+        let Some(first) = self.labels.iter().position(|(n, v)| !keep(n, v)) else {
+            return;
+        };
+        let labels = self.labels_mut();
+        let mut write = first;
+        for read in first + 1..labels.len() {
+            if keep(&labels[read].0, &labels[read].1) {
+                labels.swap(write, read);
+                write += 1;
+            }
+        }
+        labels.truncate(write);
     }
 
     /// The labels in sorted name order.
@@ -241,7 +343,7 @@ where
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut labels: Vec<(LabelName, LabelValue)> = iter
             .into_iter()
-            .map(|(k, v)| (k.into(), v.into()))
+            .map(|(k, v)| (intern::shared(k.into()), v.into()))
             .collect();
         // Stable sort keeps input order among equal names, so "last wins" below is well defined.
         labels.sort_by(|a, b| a.0.cmp(&b.0));
@@ -254,7 +356,9 @@ where
         }
         out.retain(|(_, v)| !v.is_empty());
         out.reserve(HEADROOM);
-        LabelSet { labels: out }
+        LabelSet {
+            labels: Arc::new(out),
+        }
     }
 }
 
@@ -264,9 +368,11 @@ impl<K: Borrow<str>, V: Borrow<str>> From<&BTreeMap<K, V>> for LabelSet {
         let labels = map
             .iter()
             .filter(|(_, v)| !Borrow::<str>::borrow(*v).is_empty())
-            .map(|(k, v)| (Arc::from(k.borrow()), Arc::from(v.borrow())))
+            .map(|(k, v)| (intern::name(k.borrow()), Arc::from(v.borrow())))
             .collect();
-        LabelSet { labels }
+        LabelSet {
+            labels: Arc::new(labels),
+        }
     }
 }
 
@@ -395,5 +501,74 @@ mod tests {
         assert_eq!(json, r#"{"a":"1","b":"2"}"#);
         let back: LabelSet = serde_json::from_str(r#"{"b":"2","a":"1","c":""}"#).unwrap();
         assert_eq!(back, s);
+    }
+
+    #[test]
+    fn set_sorted_merges_like_setting_one_by_one() {
+        type Pairs = &'static [(&'static str, &'static str)];
+        // (set, adds sorted by name, expected)
+        let cases: &[(Pairs, Pairs, Pairs)] = &[
+            (&[], &[], &[]),
+            (
+                &[("b", "1")],
+                &[("a", "x"), ("c", "y")],
+                &[("a", "x"), ("b", "1"), ("c", "y")],
+            ),
+            (
+                &[("a", "1"), ("b", "2")],
+                &[("b", "3")],
+                &[("a", "1"), ("b", "3")],
+            ),
+            (
+                &[("a", "1"), ("b", "2")],
+                &[("a", "1"), ("b", "2")],
+                &[("a", "1"), ("b", "2")],
+            ),
+            (
+                &[("m", "1")],
+                &[("a", "x"), ("z", "y")],
+                &[("a", "x"), ("m", "1"), ("z", "y")],
+            ),
+        ];
+        for (start, adds, want) in cases {
+            let adds: Vec<(&str, LabelValue)> =
+                adds.iter().map(|(n, v)| (*n, Arc::from(*v))).collect();
+            let mut merged = set(start);
+            let original = merged.clone();
+            merged.set_sorted(&adds);
+            let mut one_by_one = set(start);
+            for (n, v) in &adds {
+                one_by_one.set(n, v);
+            }
+            assert_eq!(merged, set(want), "{start:?} + {adds:?}");
+            assert_eq!(merged, one_by_one);
+            // The clone taken before is untouched (copy-on-write).
+            assert_eq!(original, set(start));
+        }
+    }
+
+    #[test]
+    fn clones_share_until_changed() {
+        let a = set(&[("a", "1"), ("b", "2"), ("c", "3")]);
+        let mut b = a.clone();
+        assert!(Arc::ptr_eq(&a.labels, &b.labels));
+        // Changes that change nothing copy nothing.
+        b.set("a", "1");
+        b.remove("zz");
+        b.retain(|_, _| true);
+        b.set_sorted(&[("b", Arc::from("2"))]);
+        assert!(Arc::ptr_eq(&a.labels, &b.labels));
+        // A real change copies, and only the clone changes.
+        b.retain(|n, _| n != "b");
+        assert!(!Arc::ptr_eq(&a.labels, &b.labels));
+        assert_eq!(b, set(&[("a", "1"), ("c", "3")]));
+        assert_eq!(a, set(&[("a", "1"), ("b", "2"), ("c", "3")]));
+        let mut c = a.clone();
+        c.retain(|n, _| n == "b");
+        assert_eq!(c, set(&[("b", "2")]));
+        let mut d = a.clone();
+        d.set("b", "9");
+        assert_eq!(d.get("b"), Some("9"));
+        assert_eq!(a.get("b"), Some("2"));
     }
 }

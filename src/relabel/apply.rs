@@ -33,6 +33,9 @@ struct Scratch {
     joined: String,
     caps: Captures,
     expanded: String,
+    /// `labelmap`'s new names, end to end, and per mapped label its name's range and value.
+    mapped_names: String,
+    mapped: Vec<(usize, usize, LabelValue)>,
 }
 
 thread_local! {
@@ -231,6 +234,7 @@ fn replace(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) {
         joined,
         caps,
         expanded,
+        ..
     } = scratch;
     // Compute everything from borrowed data first; mutate the set only at the end.
     let (name, value): (LabelName, Option<LabelValue>) = {
@@ -285,19 +289,49 @@ fn replace(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) {
 /// `labelmap`: for each label present when the rule starts, in sorted name order, a name the
 /// regex matches is copied to `replace_all(name)`. Later writes win, so with two sources mapping
 /// to one name the one sorting last wins (Prometheus; Alloy's map order is random).
+///
+/// Cost matters here: the rule visits every label of every target (the Pyroscope chart's
+/// `__meta_kubernetes_pod_label_(.+)`). With an anchored regex (every one but the
+/// unbalanced-parenthesis quirk) a match spans the whole name, so Go's `ReplaceAllString` is one
+/// expansion of the replacement: one search per label instead of a match test plus a replace
+/// loop, and the new names are written end to end into reused scratch space; they are then set
+/// in one merge (`LabelSet::set_sorted`), which allocates a name only for a label that is new.
 fn label_map(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) {
-    let mut adds: Vec<(String, LabelValue)> = Vec::new();
+    let Scratch {
+        caps,
+        mapped_names,
+        mapped,
+        ..
+    } = scratch;
+    mapped_names.clear();
+    mapped.clear();
+    let groups = rule.replacement.groups_needed().max(1);
     for (name, value) in labels.iter_shared() {
-        if rule.regex.is_match(name) {
-            let new_name = replace_all(&rule.regex, name, &rule.replacement, &mut scratch.caps);
-            adds.push((new_name, value.clone()));
+        let start = mapped_names.len();
+        if rule.regex.is_anchored() {
+            if !rule.regex.captures_at(name, 0, groups, caps) {
+                continue;
+            }
+            rule.replacement.expand_into(name, caps, mapped_names);
+        } else {
+            if !rule.regex.is_match(name) {
+                continue;
+            }
+            mapped_names.push_str(&replace_all(&rule.regex, name, &rule.replacement, caps));
+        }
+        mapped.push((start, mapped_names.len(), value.clone()));
+    }
+    // Later writes win: sort by new name keeping source order among equals, keep the last.
+    mapped.sort_by(|a, b| mapped_names[a.0..a.1].cmp(&mapped_names[b.0..b.1]));
+    let mut adds: Vec<(&str, LabelValue)> = Vec::with_capacity(mapped.len());
+    for (start, end, value) in mapped.drain(..) {
+        let name = &mapped_names[start..end];
+        match adds.last_mut() {
+            Some(last) if last.0 == name => last.1 = value,
+            _ => adds.push((name, value)),
         }
     }
-    for (name, value) in adds {
-        if labels.get(&name) != Some(&*value) {
-            labels.insert(name, value);
-        }
-    }
+    labels.set_sorted(&adds);
 }
 
 #[cfg(test)]

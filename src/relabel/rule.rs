@@ -233,7 +233,7 @@ impl Rule {
         let target = if action == Action::Replace && config.target_label.contains('$') {
             Target::Template(Template::compile(&config.target_label, &regex))
         } else {
-            Target::Fixed(Arc::from(config.target_label.as_str()))
+            Target::Fixed(crate::labels::shared_name(&config.target_label))
         };
         let replacement = Template::compile(&config.replacement, &regex);
         let replacement_literal = replacement.as_literal().map(Arc::from);
@@ -249,7 +249,7 @@ impl Rule {
                 .source_labels
                 .iter()
                 .flatten()
-                .map(|s| Arc::from(s.as_str()))
+                .map(|s| crate::labels::shared_name(s))
                 .collect(),
             regex,
             target,

@@ -11,7 +11,10 @@
 //! * [`process`]: `discovery.process`, one target per local process from `/proc`.
 //! * [`relabel`]: `discovery.relabel`, the relabel engine (`crate::relabel`) applied to a
 //!   target list.
+//! * [`sample`]: `discovery.sample`, at most N (or a fraction of the) pods of each workload,
+//!   chosen by a stable hash and kept while they exist.
 
 pub mod kubernetes;
 pub mod process;
 pub mod relabel;
+pub mod sample;

@@ -1,7 +1,8 @@
 //! Fast paths: engines for the common relabel regex shapes that need no automaton.
 //!
-//! Most relabel regexes are a plain literal, the default `(.*)`, or `(C+)LITERAL(C+)` (split a
-//! `host:port`-like value). Recognising these on the parse tree and matching them directly is
+//! Most relabel regexes are a plain literal, the default `(.*)`, `(C+)LITERAL(C+)` (split a
+//! `host:port`-like value) or `LITERAL(C+)` (a prefix: `labelmap`'s
+//! `__meta_kubernetes_pod_label_(.+)`, run on every label of every target). Recognising these on the parse tree and matching them directly is
 //! much cheaper than running the automaton per label, and [`Split`] documents why the result
 //! is exactly what Go's leftmost-first semantics give. Anything else falls back to the general
 //! engine.
@@ -91,14 +92,47 @@ impl Split {
     }
 
     fn all_second(&self, rest: &str) -> bool {
+        self.second.covers(rest)
+    }
+}
+
+impl Part {
+    /// True when `s` is all this part's characters, at least `min` of them.
+    fn covers(&self, s: &str) -> bool {
+        if s.is_ascii() {
+            // The common case (label names, most values): a table lookup per byte.
+            return s.len() >= self.min as usize && s.bytes().all(|b| self.set.ascii[b as usize]);
+        }
         let mut n: u32 = 0;
-        for c in rest.chars() {
-            if !self.second.set.contains(c) {
+        for c in s.chars() {
+            if !self.set.contains(c) {
                 return false;
             }
             n = n.saturating_add(1);
         }
-        n >= self.second.min
+        n >= self.min
+    }
+}
+
+/// `^(?s:LITERAL P)$` where P is an unbounded repetition of one character class, optionally
+/// captured, and LITERAL may be empty (`(.+)`). Exact for the same reason as [`Split`], more
+/// simply: the literal must sit at 0 and P must cover the rest, so there is one way to match.
+#[derive(Debug)]
+pub(super) struct Prefix {
+    pub(super) literal: Box<str>,
+    pub(super) part: Part,
+}
+
+impl Prefix {
+    pub(super) fn is_match(&self, hay: &str) -> bool {
+        hay.strip_prefix(&*self.literal)
+            .is_some_and(|rest| self.part.covers(rest))
+    }
+
+    /// The captured group and its byte range when `hay` matches (the range is the whole
+    /// input after the literal).
+    pub(super) fn group(&self) -> Option<usize> {
+        self.part.group
     }
 }
 
@@ -140,7 +174,32 @@ pub(super) fn fast_engine(node: &Node, groups: usize) -> Option<Engine> {
         }
         _ => {}
     }
-    split_engine(&inner, groups)
+    split_engine(&inner, groups).or_else(|| prefix_engine(&inner, groups))
+}
+
+/// Recognises `LITERAL P` (see [`Prefix`]); the only group, if any, must be P's.
+fn prefix_engine(inner: &[&Node], groups: usize) -> Option<Engine> {
+    let [middle @ .., last] = inner else {
+        return None;
+    };
+    let mut literal = String::new();
+    for n in middle {
+        match n {
+            Node::Literal(c) => literal.push(*c),
+            Node::Empty => {}
+            _ => return None,
+        }
+    }
+    let part = split_part(last)?;
+    let expected: Vec<usize> = (1..groups).collect();
+    let found: Vec<usize> = part.group.into_iter().collect();
+    if found != expected {
+        return None;
+    }
+    Some(Engine::Prefix(Box::new(Prefix {
+        literal: literal.into_boxed_str(),
+        part,
+    })))
 }
 
 /// A `Part` from `C{min,}` or `(C{min,})`.

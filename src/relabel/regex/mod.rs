@@ -35,12 +35,13 @@ mod unicode;
 
 use regex_automata::util::primitives::NonMaxUsize;
 use regex_automata::{Input, meta};
+use regex_syntax::hir::Look;
 
 pub use error::RegexError;
 pub(crate) use unicode::category_class;
 
 use error::{ERR_TOO_LARGE, err};
-use fast::{Split, fast_engine};
+use fast::{Prefix, Split, fast_engine};
 use hir::to_hir;
 
 /// NFA size limit handed to the Rust engine. Go counts a character class as one instruction
@@ -59,6 +60,9 @@ enum Engine {
     /// `^(?s:(C1*)LITERAL(C2*))$`-shaped patterns (`(.+):(\d+)`, `(.*)@(.*)`, …), matched by
     /// searching the literal instead of running an automaton. See [`Split`].
     Split(Box<Split>),
+    /// `^(?s:LITERAL(C*))$`-shaped patterns (`__meta_kubernetes_pod_label_(.+)`, `(.+)`): a
+    /// prefix test and a scan of the rest. See [`Prefix`].
+    Prefix(Box<Prefix>),
     /// General patterns: the full automaton, and one specialised for ASCII haystacks.
     Meta {
         full: meta::Regex,
@@ -73,6 +77,9 @@ pub struct GoRegex {
     engine: Engine,
     /// Names by group index (0 = the whole match, never named).
     names: Box<[Option<Box<str>>]>,
+    /// The wrapper's `^` and `$` enclose the whole pattern (no unbalanced-parenthesis quirk),
+    /// so a match always spans the whole input.
+    anchored: bool,
 }
 
 /// Submatch positions of one match: `get(i)` is group `i`'s byte range, if it took part.
@@ -138,6 +145,12 @@ impl GoRegex {
             .into_iter()
             .map(|n| n.map(String::into_boxed_str))
             .collect();
+        let anchored = matches!(
+            &node,
+            parse::Node::Concat(items)
+                if matches!(items.first(), Some(parse::Node::Look(Look::Start)))
+                    && matches!(items.last(), Some(parse::Node::Look(Look::End)))
+        );
         let fast = if allow_fast {
             fast_engine(&node, names.len())
         } else {
@@ -165,7 +178,15 @@ impl GoRegex {
             source: pattern.into(),
             engine,
             names,
+            anchored,
         })
+    }
+
+    /// True when every match spans the whole input: Go's `ReplaceAllString` is then one
+    /// expansion of the template, which `labelmap` relies on to skip the second search. False
+    /// only for patterns with the unbalanced-parenthesis quirk (`a)|(b`).
+    pub fn is_anchored(&self) -> bool {
+        self.anchored
     }
 
     /// The pattern as the user wrote it (without the anchoring wrapper).
@@ -195,6 +216,7 @@ impl GoRegex {
             Engine::Exact(lit) => **lit == *hay,
             Engine::All { .. } => true,
             Engine::Split(sp) => sp.find(hay).is_some(),
+            Engine::Prefix(p) => p.is_match(hay),
             Engine::Meta { full, ascii } => {
                 if hay.is_ascii() {
                     ascii.is_match(hay)
@@ -246,6 +268,17 @@ impl GoRegex {
                 }
                 if let Some(g) = sp.second.group {
                     caps.set(g, q + sp.literal.len(), hay.len());
+                }
+                true
+            }
+            Engine::Prefix(p) => {
+                // `^` fails anywhere but at 0.
+                if from > 0 || !p.is_match(hay) {
+                    return false;
+                }
+                caps.set(0, 0, hay.len());
+                if let Some(g) = p.group() {
+                    caps.set(g, p.literal.len(), hay.len());
                 }
                 true
             }

@@ -502,6 +502,77 @@ fn split_engine_agrees_with_the_automaton() {
 }
 
 #[test]
+fn prefix_engine_agrees_with_the_automaton() {
+    let patterns = [
+        "__meta_kubernetes_pod_label_(.+)",
+        "ab(.*)",
+        "a:(.+?)",
+        r"(\d+)",
+        "(.+)",
+        r"ab\d*",
+        "(?-s)a(.*)",
+        "é(.+)",
+        "ab(?:.+)",
+    ];
+    let alphabet = ['a', 'b', ':', '1', 'é', '\n'];
+    let mut inputs: Vec<String> = vec![String::new()];
+    let mut frontier = inputs.clone();
+    for _ in 0..5 {
+        let mut next = Vec::new();
+        for s in &frontier {
+            for c in alphabet {
+                next.push(format!("{s}{c}"));
+            }
+        }
+        inputs.extend(next.iter().cloned());
+        frontier = next;
+    }
+    inputs.extend(
+        [
+            "__meta_kubernetes_pod_label_app",
+            "__meta_kubernetes_pod_label_",
+            "__meta_kubernetes_pod_labelpresent_app",
+        ]
+        .map(String::from),
+    );
+    for p in patterns {
+        let fast = compile(p).unwrap();
+        assert!(
+            matches!(fast.engine, Engine::Prefix(_)),
+            "{p} should use the prefix engine"
+        );
+        let slow = GoRegex::compile_with(p, false).unwrap();
+        let n = fast.group_len();
+        for s in &inputs {
+            assert_eq!(fast.is_match(s), slow.is_match(s), "{p} on {s:?}");
+            for from in [0, 1] {
+                if !s.is_char_boundary(from.min(s.len())) {
+                    continue;
+                }
+                let (mut a, mut b) = (Captures::default(), Captures::default());
+                let ma = fast.captures_at(s, from.min(s.len()), n, &mut a);
+                let mb = slow.captures_at(s, from.min(s.len()), n, &mut b);
+                assert_eq!(ma, mb, "{p} on {s:?} from {from}");
+                if ma {
+                    for g in 0..n {
+                        assert_eq!(a.get(g), b.get(g), "{p} group {g} on {s:?}");
+                    }
+                }
+            }
+        }
+    }
+    // Shapes that must not take the prefix path: the literal after the repetition, two
+    // groups, a bounded repetition, case folding, the unbalanced-parenthesis quirk.
+    for p in ["(.+)a", "a(.*)(b*)", "a(.{2,5})", "(?i)ab(.*)", "a)|(b(.*)"] {
+        let re = compile(p).unwrap();
+        assert!(
+            !matches!(re.engine, Engine::Prefix(_)),
+            "{p} must not use the prefix engine"
+        );
+    }
+}
+
+#[test]
 fn group_names() {
     let re = compile(r"(?P<a>x)(y)(?<a>z)").unwrap();
     assert_eq!(re.group_len(), 4);
