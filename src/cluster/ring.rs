@@ -47,7 +47,16 @@ impl Member {
 /// order as a label set keeps them. Every profile type of the target shares it, so a target's
 /// loops stay together on one peer.
 pub fn target_key<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> u64 {
-    let mut bytes = Vec::with_capacity(256);
+    target_key_in(&mut Vec::new(), labels)
+}
+
+/// [`target_key`], building the bytes in `bytes` (cleared first), so that a caller keying many
+/// targets reuses one buffer.
+pub fn target_key_in<'a>(
+    bytes: &mut Vec<u8>,
+    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> u64 {
+    bytes.clear();
     for (name, value) in labels {
         if name.starts_with("__meta_") {
             continue;
@@ -58,7 +67,7 @@ pub fn target_key<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> u
         bytes.extend_from_slice(value.as_bytes());
         bytes.push(0xff);
     }
-    xxh3_64_with_seed(&bytes, KEY_SEED)
+    xxh3_64_with_seed(bytes, KEY_SEED)
 }
 
 /// The live peers at one moment, this instance among them.
