@@ -347,10 +347,20 @@ fn a_double_is_two_instances_not_one_late_scrape() {
     };
     let i = INTERVAL as f64;
     // One instance: late (0.9 i), then on time (1.0 i): no double.
-    let late = [hit(0.0, 1), hit(0.9 * i, 1), hit(1.0 * i, 1), hit(2.0 * i, 1)];
+    let late = [
+        hit(0.0, 1),
+        hit(0.9 * i, 1),
+        hit(1.0 * i, 1),
+        hit(2.0 * i, 1),
+    ];
     assert_eq!(doubles(&late, 0.0, 3.0 * i), 0);
     // Two instances in one interval: a double; the hand-over a whole interval apart is not.
-    let two = [hit(0.0, 1), hit(0.1 * i, 2), hit(1.0 * i, 2), hit(2.0 * i, 1)];
+    let two = [
+        hit(0.0, 1),
+        hit(0.1 * i, 2),
+        hit(1.0 * i, 2),
+        hit(2.0 * i, 1),
+    ];
     assert_eq!(doubles(&two, 0.0, 3.0 * i), 1);
 }
 

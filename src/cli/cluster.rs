@@ -148,9 +148,21 @@ mod tests {
         let lo: SocketAddr = "127.0.0.1:4040".parse().unwrap_or_else(|e| panic!("{e}"));
         let pod = |s: &str| Some(s.to_string());
         // (flag, listening, POD_IP, enabled, want: Some(address) or None for an error)
-        type Case<'a> = (Option<&'a str>, SocketAddr, Option<String>, bool, Option<&'a str>);
+        type Case<'a> = (
+            Option<&'a str>,
+            SocketAddr,
+            Option<String>,
+            bool,
+            Option<&'a str>,
+        );
         let cases: Vec<Case> = vec![
-            (Some("[fd00::1]:4040"), any, None, true, Some("[fd00::1]:4040")),
+            (
+                Some("[fd00::1]:4040"),
+                any,
+                None,
+                true,
+                Some("[fd00::1]:4040"),
+            ),
             (Some("fd00::1:4040"), any, None, true, None),
             (None, lo, pod("junk"), true, Some("127.0.0.1:4040")),
             (None, any, pod("fd00::1"), true, Some("[fd00::1]:4040")),

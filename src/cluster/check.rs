@@ -51,8 +51,7 @@ pub(super) async fn run(
     let mut checks = FuturesUnordered::new();
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let start_checks = |in_flight: &mut HashSet<Arc<str>>,
-                        checks: &mut FuturesUnordered<_>| {
+    let start_checks = |in_flight: &mut HashSet<Arc<str>>, checks: &mut FuturesUnordered<_>| {
         for address in crate::sync::lock(&cluster.inner.table).addresses() {
             if in_flight.insert(address.clone()) {
                 checks.push(check(http.clone(), address));
@@ -148,10 +147,10 @@ fn record(cluster: &Cluster, address: &Arc<str>, outcome: Outcome) {
 async fn check(http: reqwest::Client, address: Arc<str>) -> (Arc<str>, Outcome) {
     let url = format!("http://{address}/-/ready");
     let outcome = match http.get(&url).send().await {
-        Ok(r) if r
-            .headers()
-            .get(INSTANCE_HEADER)
-            .is_some_and(|v| v.as_bytes() == instance_id().as_bytes()) =>
+        Ok(r)
+            if r.headers()
+                .get(INSTANCE_HEADER)
+                .is_some_and(|v| v.as_bytes() == instance_id().as_bytes()) =>
         {
             Outcome::Itself
         }

@@ -280,7 +280,10 @@ mod tests {
             .map(|(a, _)| a)
             .collect();
         assert_eq!(got, ["[fd00::1]:4040", "[fd00::2]:4040"]);
-        assert_eq!(got[0], advertised, "this instance is recognised in the list");
+        assert_eq!(
+            got[0], advertised,
+            "this instance is recognised in the list"
+        );
         assert!(candidates(&slice, "http-metrics", Family::V4).is_empty());
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! A peer is identified by the address the others reach it at (`host:port`), the one name every
 //! instance agrees on: the EndpointSlice lists addresses, and `--cluster.advertise-address` is
-//! the same address seen from the inside.
+//! the same address seen from the inside, both spelt as `cluster::addr` spells them.
 
 use std::sync::Arc;
 
@@ -79,8 +79,8 @@ pub struct Membership {
     local: usize,
     /// Bumped on each change, for logs and the peers view.
     pub version: u64,
-    /// Whether the peers are known: the membership source has listed them once and each was
-    /// checked. Until then this instance owns nothing rather than everything, so that a
+    /// Whether the peers are known: the membership source has listed them once and each has
+    /// answered or failed enough checks to be out (or 10 s passed). Until then this instance owns nothing rather than everything, so that a
     /// starting instance does not scrape the targets its peers are scraping.
     pub settled: bool,
 }

@@ -10,7 +10,10 @@ use super::AppState;
 pub(super) async fn ready(
     State(state): State<AppState>,
 ) -> (StatusCode, [(&'static str, &'static str); 1], &'static str) {
-    let id = [(crate::cluster::INSTANCE_HEADER, crate::cluster::instance_id())];
+    let id = [(
+        crate::cluster::INSTANCE_HEADER,
+        crate::cluster::instance_id(),
+    )];
     if state.controller.is_ready() {
         (StatusCode::OK, id, "Alloy is ready.\n")
     } else {

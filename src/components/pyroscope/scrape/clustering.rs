@@ -434,7 +434,8 @@ mod tests {
         c.set_members(members(3));
         let rx = s.subscribe();
         assert!(
-            rx.as_ref().is_some_and(|r| r.has_changed().unwrap_or(false)),
+            rx.as_ref()
+                .is_some_and(|r| r.has_changed().unwrap_or(false)),
             "the plan used an older ring: re-plan at once"
         );
         assert!(s.follows_ring());
@@ -481,7 +482,10 @@ mod tests {
         let h = s.health().unwrap_or_else(|| panic!("no health override"));
         assert_eq!(h.state, crate::runtime::HealthState::Unhealthy);
         assert!(h.message.contains("scraping all targets"), "{}", h.message);
-        assert!(plain.health().is_none(), "without the block nothing changes");
+        assert!(
+            plain.health().is_none(),
+            "without the block nothing changes"
+        );
         c.list_now();
         assert!(s.health().is_none());
     }
