@@ -334,6 +334,20 @@ impl Cluster {
             name: m.name.to_string(),
             address: m.address.to_string(),
         };
+        // One lock at a time: never hold one while taking another here.
+        let source_error = crate::sync::lock(&self.inner.source_error).clone();
+        let peers: Vec<Peer> = crate::sync::lock(&self.inner.table)
+            .peers()
+            .cloned()
+            .collect();
+        let components: Vec<ViewOwned> = crate::sync::lock(&self.inner.owned)
+            .iter()
+            .map(|(c, (owned, total))| ViewOwned {
+                component: c.clone(),
+                owned: *owned,
+                total: *total,
+            })
+            .collect();
         View {
             enabled: self.inner.enabled,
             mode: self.inner.mode.clone(),
@@ -341,21 +355,11 @@ impl Cluster {
             version: membership.version,
             settled: membership.settled,
             listed: self.inner.listed.load(Ordering::Relaxed),
-            source_error: crate::sync::lock(&self.inner.source_error).clone(),
+            source_error,
             membership_unknown: self.inner.unknown.load(Ordering::Relaxed),
             members: membership.members().iter().map(member).collect(),
-            peers: crate::sync::lock(&self.inner.table)
-                .peers()
-                .cloned()
-                .collect(),
-            components: crate::sync::lock(&self.inner.owned)
-                .iter()
-                .map(|(c, (owned, total))| ViewOwned {
-                    component: c.clone(),
-                    owned: *owned,
-                    total: *total,
-                })
-                .collect(),
+            peers,
+            components,
         }
     }
 

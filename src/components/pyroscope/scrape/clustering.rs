@@ -88,6 +88,29 @@ pub struct Sharding {
     key_buf: Vec<u8>,
     /// The last sync's moves, until [`Sharding::report_moves`] has counted their loops.
     moves: Option<Moves>,
+    probe: Arc<Probe>,
+}
+
+/// The component's clustering health, read without the component's lock (health is polled
+/// while a sync may hold it).
+#[derive(Default)]
+pub struct Probe {
+    cluster: Option<Cluster>,
+    follows: std::sync::atomic::AtomicBool,
+}
+
+impl Probe {
+    /// Unhealthy while clustering applies and the peers are unknown: this instance then
+    /// scrapes every target it is given, as do its peers.
+    pub fn health(&self) -> Option<Health> {
+        if !self.follows.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        self.cluster
+            .as_ref()?
+            .membership_unknown()
+            .map(Health::unhealthy)
+    }
 }
 
 /// Targets a ring change moved.
@@ -136,7 +159,6 @@ impl InternalEvent for TargetsMoved<'_> {
 impl Sharding {
     pub fn new(cluster: Option<Cluster>, component: &str, registry: &MetricsRegistry) -> Self {
         Sharding {
-            cluster,
             component: component.to_string(),
             labels: component_labels(component),
             metrics: register(registry),
@@ -147,6 +169,11 @@ impl Sharding {
             enabled: false,
             key_buf: Vec::with_capacity(256),
             moves: None,
+            probe: Arc::new(Probe {
+                cluster: cluster.clone(),
+                follows: Default::default(),
+            }),
+            cluster,
         }
     }
 
@@ -174,11 +201,13 @@ impl Sharding {
         self.enabled && self.cluster.as_ref().is_some_and(Cluster::enabled)
     }
 
-    /// Unhealthy while clustering applies and the peers are unknown: this instance then
-    /// scrapes every target it is given, as do its peers.
+    /// See [`Probe::health`].
     pub fn health(&self) -> Option<Health> {
-        let c = self.cluster.as_ref().filter(|_| self.follows_ring())?;
-        c.membership_unknown().map(Health::unhealthy)
+        self.probe.health()
+    }
+
+    pub fn probe(&self) -> Arc<Probe> {
+        self.probe.clone()
     }
 
     /// The targets to scrape: `None` (all of them) unless `enabled`, else those this instance
@@ -190,6 +219,9 @@ impl Sharding {
     ) -> Option<Vec<DiscoveredTarget>> {
         self.enabled = enabled;
         self.moves = None;
+        self.probe
+            .follows
+            .store(self.follows_ring(), std::sync::atomic::Ordering::Relaxed);
         let cluster = match &self.cluster {
             Some(c) if enabled && c.enabled() => c.clone(),
             _ => {

@@ -97,6 +97,7 @@ pub struct Scrape {
     budget: Budget,
     metrics: ComponentMetrics,
     board: Arc<Board>,
+    cluster_health: Arc<self::clustering::Probe>,
     inner: Mutex<Inner>,
 }
 
@@ -191,22 +192,24 @@ impl Component for Scrape {
             scrape_timeout: args.scrape_timeout.get(),
             body_size_limit: args.body_size_limit,
         });
+        let sharding = self::clustering::Sharding::new(
+            opts.services.get::<crate::cluster::Cluster>(),
+            &opts.id,
+            &opts.metrics,
+        );
         let scrape = Scrape {
             fanout,
             processor,
             budget,
             metrics,
             board,
+            cluster_health: sharding.probe(),
             inner: Mutex::new(Inner {
                 http: args.http.clone(),
                 client,
                 options: args.inner.clone(),
                 manager: Manager::new(env),
-                sharding: self::clustering::Sharding::new(
-                    opts.services.get::<crate::cluster::Cluster>(),
-                    &opts.id,
-                    &opts.metrics,
-                ),
+                sharding,
             }),
         };
         {
@@ -260,8 +263,11 @@ impl Component for Scrape {
     /// Unhealthy too while clustering applies and the cluster's peers are unknown (this
     /// instance then scrapes every target, as its peers do).
     fn health(&self) -> Option<Health> {
-        let cluster = self.lock().sharding.health();
-        Some(cluster.unwrap_or_else(|| self.board.health()))
+        Some(
+            self.cluster_health
+                .health()
+                .unwrap_or_else(|| self.board.health()),
+        )
     }
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {
