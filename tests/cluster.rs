@@ -320,15 +320,48 @@ fn series(hits: &[Hit], from: f64, to: f64) -> HashMap<(u16, u8), Vec<(f64, u8)>
     out
 }
 
-/// Scrapes of one target x type less than half an interval after the previous one: two
-/// instances scraping it in the same interval (one loop scrapes once per interval, at a fixed
-/// phase that is the same on every instance).
+/// Scrapes of one target x type less than half an interval after the previous one by another
+/// instance: two instances scraping it in the same interval (one loop scrapes once per
+/// interval, at a fixed phase that is the same on every instance). Two close scrapes by one
+/// instance (a late scrape, then an on-time one) are lateness, not a double; a target split
+/// between instances in a steady window still fails `steady`'s ownership check.
 fn doubles(hits: &[Hit], from: f64, to: f64) -> usize {
     let half = INTERVAL as f64 / 2.0;
     series(hits, from, to)
         .values()
-        .map(|v| v.windows(2).filter(|w| w[1].0 - w[0].0 < half).count())
+        .map(|v| {
+            v.windows(2)
+                .filter(|w| w[1].1 != w[0].1 && w[1].0 - w[0].0 < half)
+                .count()
+        })
         .sum()
+}
+
+#[test]
+fn a_double_is_two_instances_not_one_late_scrape() {
+    let hit = |at: f64, instance: u8| Hit {
+        target: 0,
+        kind: 0,
+        instance,
+        at,
+    };
+    let i = INTERVAL as f64;
+    // One instance: late (0.9 i), then on time (1.0 i): no double.
+    let late = [
+        hit(0.0, 1),
+        hit(0.9 * i, 1),
+        hit(1.0 * i, 1),
+        hit(2.0 * i, 1),
+    ];
+    assert_eq!(doubles(&late, 0.0, 3.0 * i), 0);
+    // Two instances in one interval: a double; the hand-over a whole interval apart is not.
+    let two = [
+        hit(0.0, 1),
+        hit(0.1 * i, 2),
+        hit(1.0 * i, 2),
+        hit(2.0 * i, 1),
+    ];
+    assert_eq!(doubles(&two, 0.0, 3.0 * i), 1);
 }
 
 /// Checks a steady period: every target x type scraped, by one instance only, never twice in

@@ -54,22 +54,12 @@ impl ClusterArgs {
         stop: CancellationToken,
     ) -> anyhow::Result<Cluster> {
         let node_name = self.node_name.clone().unwrap_or_else(host_name);
-        let advertise = match &self.advertise_address {
-            Some(a) => a.clone(),
-            None if !listening.ip().is_unspecified() => listening.to_string(),
-            None => match std::env::var("POD_IP") {
-                Ok(ip) if !ip.is_empty() => {
-                    let ip: std::net::IpAddr = ip
-                        .parse()
-                        .with_context(|| format!("POD_IP {ip:?} is not an IP address"))?;
-                    SocketAddr::new(ip, listening.port()).to_string()
-                }
-                _ if self.enabled => bail!(
-                    "--cluster.enabled: listening on {listening}, which peers cannot reach, and POD_IP is unset: give --cluster.advertise-address"
-                ),
-                _ => listening.to_string(),
-            },
-        };
+        let advertise = advertise(
+            self.advertise_address.as_deref(),
+            listening,
+            std::env::var("POD_IP").ok(),
+            self.enabled,
+        )?;
         if !self.enabled {
             return Ok(Cluster::alone(&node_name, &advertise));
         }
@@ -84,9 +74,13 @@ impl ClusterArgs {
                 let list: Vec<String> = self
                     .join_addresses
                     .iter()
-                    .map(|a| a.trim().to_string())
+                    .map(|a| a.trim())
                     .filter(|a| !a.is_empty())
-                    .collect();
+                    .map(|a| {
+                        crate::cluster::addr::normalize(a)
+                            .map_err(|e| anyhow::anyhow!("--cluster.join-addresses: {e}"))
+                    })
+                    .collect::<anyhow::Result<_>>()?;
                 if list.is_empty() {
                     tracing::info!(
                         "--cluster.enabled with neither --cluster.kubernetes-service nor --cluster.join-addresses: this instance is the only peer"
@@ -99,12 +93,89 @@ impl ClusterArgs {
             node_name,
             advertise_address: advertise,
             source,
-            // A killed peer refuses connections at once, so it is out after three rounds (about
-            // 3 s); the timeout only matters for a hung or overloaded one, which gets 2 s per
-            // check so that a busy peer is not taken for a dead one.
+            // A killed peer refuses connections at once, so it is out after three checks (2-3 s);
+            // a hung or overloaded one gets 2 s per check so that a busy peer is not taken for
+            // a dead one: its checks follow each other (one in flight per peer), so it is out
+            // after three timeouts, 6-7 s (docs/CLUSTERING.md).
             check_interval: Duration::from_secs(1),
             check_timeout: Duration::from_secs(2),
         };
         Cluster::start(options, registry, stop).context("starting the cluster service")
+    }
+}
+
+/// The address this instance advertises, in the one spelling peers list it by: the flag, else
+/// the listen address, else `$POD_IP` with the listen port. `POD_IP` is read only with
+/// clustering on: without it the address is only a name in the peers view.
+fn advertise(
+    flag: Option<&str>,
+    listening: SocketAddr,
+    pod_ip: Option<String>,
+    enabled: bool,
+) -> anyhow::Result<String> {
+    if let Some(a) = flag {
+        return match crate::cluster::addr::normalize(a) {
+            Ok(a) => Ok(a),
+            Err(e) if enabled => bail!("--cluster.advertise-address: {e}"),
+            // Without clustering it only names this instance in the peers view.
+            Err(_) => Ok(a.to_string()),
+        };
+    }
+    if !listening.ip().is_unspecified() || !enabled {
+        return Ok(listening.to_string());
+    }
+    match pod_ip.filter(|ip| !ip.is_empty()) {
+        Some(ip) => {
+            let ip: std::net::IpAddr = ip
+                .trim()
+                .parse()
+                .with_context(|| format!("POD_IP {ip:?} is not an IP address"))?;
+            Ok(SocketAddr::new(ip, listening.port()).to_string())
+        }
+        None => bail!(
+            "--cluster.enabled: listening on {listening}, which peers cannot reach, and POD_IP is unset: give --cluster.advertise-address"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_advertise_address_is_normalised_and_pod_ip_read_only_when_clustering() {
+        let any: SocketAddr = "0.0.0.0:4040".parse().unwrap_or_else(|e| panic!("{e}"));
+        let lo: SocketAddr = "127.0.0.1:4040".parse().unwrap_or_else(|e| panic!("{e}"));
+        let pod = |s: &str| Some(s.to_string());
+        // (flag, listening, POD_IP, enabled, want: Some(address) or None for an error)
+        type Case<'a> = (
+            Option<&'a str>,
+            SocketAddr,
+            Option<String>,
+            bool,
+            Option<&'a str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                Some("[fd00::1]:4040"),
+                any,
+                None,
+                true,
+                Some("[fd00::1]:4040"),
+            ),
+            (Some("fd00::1:4040"), any, None, true, None),
+            (None, lo, pod("junk"), true, Some("127.0.0.1:4040")),
+            (None, any, pod("fd00::1"), true, Some("[fd00::1]:4040")),
+            (None, any, pod("10.0.0.7"), true, Some("10.0.0.7:4040")),
+            (None, any, pod("junk"), true, None),
+            (None, any, None, true, None),
+            // Clustering off: an unparsable POD_IP does not stop `scraper run`.
+            (None, any, pod("junk"), false, Some("0.0.0.0:4040")),
+            (None, any, None, false, Some("0.0.0.0:4040")),
+        ];
+        for (i, (flag, listening, pod_ip, enabled, want)) in cases.into_iter().enumerate() {
+            let got = advertise(flag, listening, pod_ip, enabled).ok();
+            assert_eq!(got.as_deref(), want, "case {i}");
+        }
     }
 }

@@ -8,6 +8,8 @@
 //! | `cluster_peer_check_failures_total` | | failed `GET /-/ready` checks of peers |
 //! | `cluster_kubernetes_watch_failures_total` | | failed lists and watches of the EndpointSlices |
 //! | `cluster_kubernetes_watch_failing` | | 1 while that watch is failing |
+//! | `cluster_membership_unknown` | | 1 while the peers were never listed and this instance scrapes every clustered target |
+//! | `cluster_self_addresses_total` | | listed addresses other than the advertised one found to be this instance |
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -25,6 +27,8 @@ pub struct ClusterMetrics {
     check_failures: Counter,
     watch_failures: Counter,
     watch_failing: Gauge,
+    unknown: Gauge,
+    self_addresses: Counter,
 }
 
 impl ClusterMetrics {
@@ -56,6 +60,16 @@ impl ClusterMetrics {
                 "1 while the EndpointSlice watch is failing.",
                 m.watch_failing.clone(),
             );
+            r.register(
+                "cluster_membership_unknown",
+                "1 while the cluster's peers were never listed (the membership source fails) and this instance scrapes every clustered target it is given.",
+                m.unknown.clone(),
+            );
+            r.register(
+                "cluster_self_addresses",
+                "Listed peer addresses other than --cluster.advertise-address that answered with this instance's id.",
+                m.self_addresses.clone(),
+            );
             m.peers.set(1);
             m
         })
@@ -82,11 +96,25 @@ impl InternalEvent for PeerChanged<'_> {
             } => {
                 tracing::info!(peer = %name, address = %address, "cluster peer reachable again; back in the ring")
             }
+            // A peer answering 503 is loading its config: not a member yet, nothing wrong.
+            Transition::Unreachable {
+                address,
+                name,
+                error,
+                was_member: false,
+                starting: true,
+            } => tracing::debug!(
+                peer = %name,
+                address = %address,
+                error = %error,
+                "cluster peer still starting; not a member until it is ready"
+            ),
             Transition::Unreachable {
                 address,
                 name,
                 error,
                 was_member,
+                ..
             } => tracing::warn!(
                 peer = %name,
                 address = %address,
@@ -170,5 +198,50 @@ impl InternalEvent for WatchRecovered<'_> {
     fn emit(self) {
         self.metrics.watch_failing.set(0);
         tracing::info!(service = %self.service, failures = self.failures, "cluster EndpointSlice watch recovered");
+    }
+}
+
+/// A listed address answered with this process's id: it is this instance.
+pub struct SelfFound<'a> {
+    pub address: &'a str,
+    pub advertised: &'a str,
+    /// First time for this address: the warning; later lists only count nothing.
+    pub first: bool,
+    pub metrics: &'a ClusterMetrics,
+}
+
+impl InternalEvent for SelfFound<'_> {
+    fn emit(self) {
+        if !self.first {
+            return;
+        }
+        self.metrics.self_addresses.inc();
+        tracing::warn!(
+            address = %self.address,
+            advertised = %self.advertised,
+            "a listed cluster peer is this instance under another address; ignoring it (set --cluster.advertise-address to the address the peers list)"
+        );
+    }
+}
+
+/// Whether the peers are unknown (never listed) while this instance scrapes every clustered
+/// target: a warning when it starts, an info line when it ends.
+pub struct MembershipUnknown<'a> {
+    pub unknown: bool,
+    pub error: Option<&'a str>,
+    pub metrics: &'a ClusterMetrics,
+}
+
+impl InternalEvent for MembershipUnknown<'_> {
+    fn emit(self) {
+        self.metrics.unknown.set(i64::from(self.unknown));
+        if self.unknown {
+            tracing::warn!(
+                error = self.error.unwrap_or("not listed yet"),
+                "cluster membership unknown: every clustered pyroscope.scrape scrapes all targets this instance sees until the peers are listed"
+            );
+        } else {
+            tracing::info!("cluster membership known again: targets shared with the peers");
+        }
     }
 }

@@ -4,17 +4,22 @@
 //! peer; the HTTP checks then decide which candidates are members, so a killed pod leaves the
 //! ring before Kubernetes marks it unready.
 //!
+//! Only slices of this instance's address family are read (`addressType` IPv4 or IPv6, as
+//! the advertise address; any with a host name), and addresses are spelt as `addr` spells
+//! them, so that this instance finds itself in the list.
+//!
 //! A failing watch keeps the last candidates (the checks still follow them) and is a warning
-//! when it starts, an info line when it ends.
+//! when it starts, an info line when it ends; the peers view shows the error meanwhile.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::Cluster;
+use super::addr::{Family, join};
 use super::events::{ClusterMetrics, WatchFailed, WatchRecovered};
 use crate::protocols::kubernetes::{Backoff, Selectors, Timeouts, WatchEvent, client, watcher};
 use crate::runtime::event::emit;
@@ -54,14 +59,19 @@ impl ServiceRef {
 }
 
 /// The candidates one EndpointSlice lists: (address `host:port`, name), ready endpoints only
-/// (a missing `ready` condition means ready, as Kubernetes documents).
-pub fn candidates(slice: &EndpointSlice, port_name: &str) -> Vec<(String, String)> {
+/// (a missing `ready` condition means ready, as Kubernetes documents), none from a slice of
+/// another address family than `family`.
+pub fn candidates(slice: &EndpointSlice, port_name: &str, family: Family) -> Vec<(String, String)> {
+    if !family.accepts(&slice.address_type) {
+        return Vec::new();
+    }
     let Some(port) = slice
         .ports
         .iter()
         .flatten()
         .find(|p| p.name.as_deref() == Some(port_name))
         .and_then(|p| p.port)
+        .and_then(|p| u16::try_from(p).ok())
     else {
         return Vec::new();
     };
@@ -71,11 +81,8 @@ pub fn candidates(slice: &EndpointSlice, port_name: &str) -> Vec<(String, String
         if !ready {
             continue;
         }
-        for addr in &ep.addresses {
-            let hostport = match addr.parse::<IpAddr>() {
-                Ok(IpAddr::V6(ip)) => format!("[{ip}]:{port}"),
-                _ => format!("{addr}:{port}"),
-            };
+        for addr in ep.addresses.iter().filter(|a| family.accepts_host(a)) {
+            let hostport = join(addr, port);
             let name = ep
                 .target_ref
                 .as_ref()
@@ -90,7 +97,9 @@ pub fn candidates(slice: &EndpointSlice, port_name: &str) -> Vec<(String, String
 /// Watches the Service's slices until `stop`, sending the candidate list on each change.
 pub async fn run(
     service: ServiceRef,
+    family: Family,
     out: watch::Sender<Option<Vec<(String, String)>>>,
+    cluster: Cluster,
     metrics: std::sync::Arc<ClusterMetrics>,
     stop: CancellationToken,
 ) {
@@ -105,6 +114,7 @@ pub async fn run(
         match client::default_client().await {
             Ok(b) => break b,
             Err(e) => {
+                cluster.set_source_error(Some(e.to_string()));
                 emit(WatchFailed {
                     service: &label,
                     error: &e.to_string(),
@@ -146,7 +156,7 @@ pub async fn run(
             }
             WatchEvent::InitApply(s) => {
                 if let Some(l) = listing.as_mut() {
-                    l.insert(name_of(&s), candidates(&s, &service.port_name));
+                    l.insert(name_of(&s), candidates(&s, &service.port_name, family));
                 }
                 false
             }
@@ -154,19 +164,20 @@ pub async fn run(
                 if let Some(l) = listing.take() {
                     slices = l;
                 }
-                recovered(&label, &mut failures, &metrics);
+                recovered(&label, &mut failures, &metrics, &cluster);
                 true
             }
             WatchEvent::Watching => {
-                recovered(&label, &mut failures, &metrics);
+                recovered(&label, &mut failures, &metrics, &cluster);
                 false
             }
             WatchEvent::Apply(s) => {
-                slices.insert(name_of(&s), candidates(&s, &service.port_name));
+                slices.insert(name_of(&s), candidates(&s, &service.port_name, family));
                 true
             }
             WatchEvent::Delete(s) => slices.remove(&name_of(&s)).is_some(),
             WatchEvent::Error(f) => {
+                cluster.set_source_error(Some(f.to_string()));
                 emit(WatchFailed {
                     service: &label,
                     error: &f.to_string(),
@@ -192,8 +203,9 @@ pub async fn run(
     }
 }
 
-fn recovered(service: &str, failures: &mut u64, metrics: &ClusterMetrics) {
+fn recovered(service: &str, failures: &mut u64, metrics: &ClusterMetrics, cluster: &Cluster) {
     if *failures > 0 {
+        cluster.set_source_error(None);
         emit(WatchRecovered {
             service,
             failures: *failures,
@@ -242,14 +254,36 @@ mod tests {
             ]
         }))
         .unwrap_or_else(|e| panic!("{e}"));
-        let got = candidates(&slice, "http-metrics");
-        let want = [
-            ("10.0.0.1:4040", "p1"),
-            ("10.0.0.3:4040", "10.0.0.3:4040"),
-            ("[fd00::1]:4040", "[fd00::1]:4040"),
-        ];
+        let got = candidates(&slice, "http-metrics", Family::V4);
+        let want = [("10.0.0.1:4040", "p1"), ("10.0.0.3:4040", "10.0.0.3:4040")];
         let got: Vec<(&str, &str)> = got.iter().map(|(a, n)| (a.as_str(), n.as_str())).collect();
         assert_eq!(got, want);
-        assert!(candidates(&slice, "nope").is_empty());
+        assert!(candidates(&slice, "nope", Family::V4).is_empty());
+        assert!(
+            candidates(&slice, "http-metrics", Family::V6).is_empty(),
+            "an IPv4 slice lists no peers of an IPv6 instance"
+        );
+    }
+
+    #[test]
+    fn ipv6_slices_spell_addresses_as_the_advertise_flag_does() {
+        let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "s-2"},
+            "addressType": "IPv6",
+            "ports": [{"name": "http-metrics", "port": 4040}],
+            "endpoints": [{"addresses": ["fd00:0:0::1"]}, {"addresses": ["FD00::2"]}]
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let advertised = super::super::addr::normalize("[fd00::1]:4040").unwrap_or_default();
+        let got: Vec<String> = candidates(&slice, "http-metrics", Family::of(&advertised))
+            .into_iter()
+            .map(|(a, _)| a)
+            .collect();
+        assert_eq!(got, ["[fd00::1]:4040", "[fd00::2]:4040"]);
+        assert_eq!(
+            got[0], advertised,
+            "this instance is recognised in the list"
+        );
+        assert!(candidates(&slice, "http-metrics", Family::V4).is_empty());
     }
 }

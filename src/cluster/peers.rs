@@ -1,8 +1,9 @@
 //! The candidate peers and what their checks said: pure bookkeeping, so that the rules (a few
-//! consecutive failures take a peer out, one success brings it back, a peer never reached is
-//! not a member) are tested without a network.
+//! consecutive failures take a peer out, as many consecutive successes bring it back, a new
+//! peer joins at its first success, a peer never reached is not a member, this instance is
+//! never a candidate) are tested without a network.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -10,6 +11,27 @@ use super::ring::Member;
 
 /// Consecutive failed checks that take a peer out of the ring.
 pub const FAILURES_TO_LEAVE: u32 = 3;
+
+/// Consecutive successful checks that bring a peer that left back: a flapping peer does not
+/// move its targets back and forth on every other check.
+pub const SUCCESSES_TO_REJOIN: u32 = 3;
+
+/// A failed check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub error: String,
+    /// The peer answered 503: it is starting (its config not loaded yet), not broken.
+    pub starting: bool,
+}
+
+impl Failure {
+    pub fn new(error: impl Into<String>) -> Failure {
+        Failure {
+            error: error.into(),
+            starting: false,
+        }
+    }
+}
 
 /// Where a peer stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -19,7 +41,7 @@ pub enum State {
     Joining,
     /// Answering its checks: a member.
     Up,
-    /// Failed its last checks: not a member until one succeeds.
+    /// Failed its last checks: not a member until [`SUCCESSES_TO_REJOIN`] in a row succeed.
     Down,
 }
 
@@ -33,6 +55,8 @@ pub struct Peer {
     pub state: State,
     /// Consecutive failed checks.
     pub failures: u32,
+    /// Consecutive successful checks.
+    pub successes: u32,
     #[serde(serialize_with = "ser_time")]
     pub last_check: Option<SystemTime>,
     pub last_error: Option<String>,
@@ -64,6 +88,8 @@ pub enum Transition {
         name: Arc<str>,
         error: String,
         was_member: bool,
+        /// The last failure was a 503: a peer still starting.
+        starting: bool,
     },
     /// No longer listed by the membership source.
     Removed {
@@ -89,12 +115,42 @@ impl Transition {
 #[derive(Debug, Default)]
 pub struct Table {
     peers: BTreeMap<Arc<str>, Peer>,
+    /// Addresses that are this instance: the advertised one, and any other that answered its
+    /// check with this process's id. Never candidates.
+    selves: BTreeSet<String>,
 }
 
 impl Table {
+    /// A table for the instance advertised at `local`.
+    pub fn new(local: &str) -> Table {
+        Table {
+            peers: BTreeMap::new(),
+            selves: BTreeSet::from([local.to_string()]),
+        }
+    }
+
+    /// `address` answered with this process's id: it is this instance under another address.
+    /// It stops being a candidate, now and in later lists, without a transition (it never was
+    /// a peer). True the first time.
+    pub fn found_self(&mut self, address: &str) -> bool {
+        self.peers.remove(address);
+        self.selves.insert(address.to_string())
+    }
+
+    /// Whether every candidate's checks have decided it: up, or failed enough to be out.
+    pub fn decided(&self) -> bool {
+        self.peers
+            .values()
+            .all(|p| p.state != State::Joining || p.failures >= FAILURES_TO_LEAVE)
+    }
+
     /// Replaces the candidates with `listed` (address, name); new ones start `Joining`.
     pub fn set_candidates(&mut self, listed: &[(String, String)]) -> Vec<Transition> {
         let mut out = Vec::new();
+        let listed: Vec<&(String, String)> = listed
+            .iter()
+            .filter(|(a, _)| !self.selves.contains(a))
+            .collect();
         let keep: std::collections::HashSet<&str> =
             listed.iter().map(|(a, _)| a.as_str()).collect();
         self.peers.retain(|address, p| {
@@ -108,7 +164,7 @@ impl Table {
             });
             false
         });
-        for (address, name) in listed {
+        for (address, name) in listed.iter().copied() {
             if let Some(p) = self.peers.get_mut(address.as_str()) {
                 if *p.name != **name {
                     p.name = Arc::from(name.as_str());
@@ -123,6 +179,7 @@ impl Table {
                     name: Arc::from(name.as_str()),
                     state: State::Joining,
                     failures: 0,
+                    successes: 0,
                     last_check: None,
                     last_error: None,
                 },
@@ -135,7 +192,7 @@ impl Table {
     pub fn record(
         &mut self,
         address: &str,
-        result: Result<(), String>,
+        result: Result<(), Failure>,
         at: SystemTime,
     ) -> Option<Transition> {
         let p = self.peers.get_mut(address)?;
@@ -144,15 +201,20 @@ impl Table {
             Ok(()) => {
                 p.failures = 0;
                 p.last_error = None;
+                p.successes = p.successes.saturating_add(1);
                 let was = p.state;
+                if was == State::Up || (was == State::Down && p.successes < SUCCESSES_TO_REJOIN) {
+                    return None;
+                }
                 p.state = State::Up;
-                (was != State::Up).then(|| Transition::Joined {
+                Some(Transition::Joined {
                     address: p.address.clone(),
                     name: p.name.clone(),
                     was_down: was == State::Down,
                 })
             }
-            Err(error) => {
+            Err(Failure { error, starting }) => {
+                p.successes = 0;
                 p.failures = p.failures.saturating_add(1);
                 p.last_error = Some(error.clone());
                 if p.failures >= FAILURES_TO_LEAVE && p.state != State::Down {
@@ -163,6 +225,7 @@ impl Table {
                         name: p.name.clone(),
                         error,
                         was_member,
+                        starting,
                     });
                 }
                 None
@@ -224,19 +287,29 @@ mod tests {
     fn checks_drive_membership() {
         let now = SystemTime::now();
         let ok = || Ok(());
-        let err = || Err("connection refused".to_string());
+        let err = || Err(Failure::new("connection refused"));
         // (step, expected transition, members after)
-        let mut t = Table::default();
-        assert!(t.set_candidates(&listed(&["a:1", "b:1"])).is_empty());
+        let mut t = Table::new("self:1");
+        assert!(
+            t.set_candidates(&listed(&["a:1", "b:1", "self:1"]))
+                .is_empty()
+        );
+        assert_eq!(t.addresses().len(), 2, "this instance is never a candidate");
         assert!(t.members().is_empty(), "unchecked peers are not members");
         // (peer, check result, transition, members after)
-        type Step<'a> = (&'a str, Result<(), String>, Option<&'a str>, usize);
+        type Step<'a> = (&'a str, Result<(), Failure>, Option<&'a str>, usize);
         let steps: Vec<Step> = vec![
             ("a:1", ok(), Some("joined"), 1),
             ("b:1", err(), None, 1),
             ("b:1", err(), None, 1),
             ("b:1", err(), Some("never-reached"), 1),
             ("b:1", err(), None, 1),
+            // Back only after three successes in a row: a flapping peer stays out.
+            ("b:1", ok(), None, 1),
+            ("b:1", ok(), None, 1),
+            ("b:1", err(), None, 1),
+            ("b:1", ok(), None, 1),
+            ("b:1", ok(), None, 1),
             ("b:1", ok(), Some("back"), 2),
             ("a:1", err(), None, 2),
             ("a:1", err(), None, 2),
@@ -259,5 +332,47 @@ mod tests {
         assert!(removed[0].changes_members());
         assert!(t.members().is_empty());
         assert_eq!(t.addresses().len(), 1);
+    }
+
+    #[test]
+    fn settling_waits_for_every_candidate_to_be_decided() {
+        let now = SystemTime::now();
+        let starting = || {
+            Err(Failure {
+                error: "503".into(),
+                starting: true,
+            })
+        };
+        let mut t = Table::new("self:1");
+        t.set_candidates(&listed(&["a:1", "b:1"]));
+        assert!(!t.decided());
+        t.record("a:1", Ok(()), now);
+        assert!(!t.decided(), "b:1 not checked yet");
+        for i in 1..FAILURES_TO_LEAVE {
+            t.record("b:1", starting(), now);
+            assert!(!t.decided(), "b:1 failed {i} times: maybe slow, not gone");
+        }
+        let last = t.record("b:1", starting(), now);
+        assert!(matches!(
+            last,
+            Some(Transition::Unreachable {
+                starting: true,
+                was_member: false,
+                ..
+            })
+        ));
+        assert!(t.decided());
+    }
+
+    #[test]
+    fn an_address_that_is_this_instance_stops_being_a_candidate() {
+        let mut t = Table::new("10.0.0.1:1");
+        t.set_candidates(&listed(&["10.0.0.1:1", "127.0.0.1:1", "b:1"]));
+        assert_eq!(t.addresses().len(), 2);
+        assert!(t.found_self("127.0.0.1:1"));
+        assert!(!t.found_self("127.0.0.1:1"), "reported once");
+        t.set_candidates(&listed(&["127.0.0.1:1", "b:1"]));
+        assert_eq!(t.addresses(), [Arc::from("b:1")]);
+        assert!(t.members().is_empty());
     }
 }

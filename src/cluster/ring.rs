@@ -8,7 +8,7 @@
 //!
 //! A peer is identified by the address the others reach it at (`host:port`), the one name every
 //! instance agrees on: the EndpointSlice lists addresses, and `--cluster.advertise-address` is
-//! the same address seen from the inside.
+//! the same address seen from the inside, both spelt as `cluster::addr` spells them.
 
 use std::sync::Arc;
 
@@ -47,7 +47,16 @@ impl Member {
 /// order as a label set keeps them. Every profile type of the target shares it, so a target's
 /// loops stay together on one peer.
 pub fn target_key<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> u64 {
-    let mut bytes = Vec::with_capacity(256);
+    target_key_in(&mut Vec::new(), labels)
+}
+
+/// [`target_key`], building the bytes in `bytes` (cleared first), so that a caller keying many
+/// targets reuses one buffer.
+pub fn target_key_in<'a>(
+    bytes: &mut Vec<u8>,
+    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> u64 {
+    bytes.clear();
     for (name, value) in labels {
         if name.starts_with("__meta_") {
             continue;
@@ -58,7 +67,7 @@ pub fn target_key<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> u
         bytes.extend_from_slice(value.as_bytes());
         bytes.push(0xff);
     }
-    xxh3_64_with_seed(&bytes, KEY_SEED)
+    xxh3_64_with_seed(bytes, KEY_SEED)
 }
 
 /// The live peers at one moment, this instance among them.
@@ -70,8 +79,8 @@ pub struct Membership {
     local: usize,
     /// Bumped on each change, for logs and the peers view.
     pub version: u64,
-    /// Whether the peers are known: the membership source has listed them once and each was
-    /// checked. Until then this instance owns nothing rather than everything, so that a
+    /// Whether the peers are known: the membership source has listed them once and each has
+    /// answered or failed enough checks to be out (or 10 s passed). Until then this instance owns nothing rather than everything, so that a
     /// starting instance does not scrape the targets its peers are scraping.
     pub settled: bool,
 }

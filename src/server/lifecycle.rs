@@ -5,11 +5,19 @@ use axum::http::StatusCode;
 
 use super::AppState;
 
-pub(super) async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
+/// Carries this process's id, by which the cluster's checks recognise this instance behind an
+/// address it does not advertise.
+pub(super) async fn ready(
+    State(state): State<AppState>,
+) -> (StatusCode, [(&'static str, &'static str); 1], &'static str) {
+    let id = [(
+        crate::cluster::INSTANCE_HEADER,
+        crate::cluster::instance_id(),
+    )];
     if state.controller.is_ready() {
-        (StatusCode::OK, "Alloy is ready.\n")
+        (StatusCode::OK, id, "Alloy is ready.\n")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "Alloy is not ready.\n")
+        (StatusCode::SERVICE_UNAVAILABLE, id, "Alloy is not ready.\n")
     }
 }
 

@@ -37,6 +37,18 @@ fn render(v: &View) -> String {
             "<p class=\"muted\">Clustering is off (<code>--cluster.enabled</code>): this instance is the only peer.</p>\n",
         );
     }
+    if v.membership_unknown {
+        out.push_str(
+            "<p class=\"down\">Membership unknown: the peers were never listed, so this instance scrapes every clustered target it sees.</p>\n",
+        );
+    }
+    if let Some(e) = &v.source_error {
+        let _ = writeln!(
+            out,
+            "<p class=\"down\">Membership source failing: {}</p>",
+            escape(e)
+        );
+    }
     let _ = writeln!(
         out,
         "<h2>Members ({})</h2>\n<table><tr><th>name</th><th>address</th></tr>",

@@ -97,6 +97,7 @@ pub struct Scrape {
     budget: Budget,
     metrics: ComponentMetrics,
     board: Arc<Board>,
+    cluster_health: Arc<self::clustering::Probe>,
     inner: Mutex<Inner>,
 }
 
@@ -147,12 +148,13 @@ impl Scrape {
             value_length: to_usize(o.label_value_length_limit),
         };
         let enabled = o.clustering.as_ref().is_some_and(|c| c.enabled);
-        let cumulative = types
-            .values()
-            .filter(|t| t.enabled && self::target::is_cumulative(&t.name))
-            .count();
-        let owned = inner.sharding.filter(&o.targets, enabled, cumulative);
+        let owned = inner.sharding.filter(&o.targets, enabled);
         let planned = plan(owned.as_deref().unwrap_or(&o.targets), &types, &settings);
+        if let Some(moves) = inner.sharding.take_moves() {
+            // The moved-in targets' loops are new: count those that start with a baseline.
+            let moved = plan(&moves.moved_in, &types, &settings);
+            inner.sharding.report_moves(&moves, &moved);
+        }
         tracing::debug!(
             targets = o.targets.len(),
             loops = planned.targets.len(),
@@ -190,22 +192,24 @@ impl Component for Scrape {
             scrape_timeout: args.scrape_timeout.get(),
             body_size_limit: args.body_size_limit,
         });
+        let sharding = self::clustering::Sharding::new(
+            opts.services.get::<crate::cluster::Cluster>(),
+            &opts.id,
+            &opts.metrics,
+        );
         let scrape = Scrape {
             fanout,
             processor,
             budget,
             metrics,
             board,
+            cluster_health: sharding.probe(),
             inner: Mutex::new(Inner {
                 http: args.http.clone(),
                 client,
                 options: args.inner.clone(),
                 manager: Manager::new(env),
-                sharding: self::clustering::Sharding::new(
-                    opts.services.get::<crate::cluster::Cluster>(),
-                    &opts.id,
-                    &opts.metrics,
-                ),
+                sharding,
             }),
         };
         {
@@ -256,8 +260,14 @@ impl Component for Scrape {
 
     /// A summary of the targets' states; unhealthy while every target has been down for more
     /// than two scrape intervals (see [`health`]).
+    /// Unhealthy too while clustering applies and the cluster's peers are unknown (this
+    /// instance then scrapes every target, as its peers do).
     fn health(&self) -> Option<Health> {
-        Some(self.board.health())
+        Some(
+            self.cluster_health
+                .health()
+                .unwrap_or_else(|| self.board.health()),
+        )
     }
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {
@@ -281,8 +291,11 @@ impl Component for Scrape {
                         continue;
                     }
                     // Re-plan with the new ring: loops whose target stays here keep running.
+                    // A component without the block has nothing to re-plan.
                     let mut inner = self.lock();
-                    self.sync(&mut inner);
+                    if inner.sharding.follows_ring() {
+                        self.sync(&mut inner);
+                    }
                 }
             }
         }
