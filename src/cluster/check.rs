@@ -28,7 +28,8 @@ const SETTLE_AT_MOST: Duration = Duration::from_secs(10);
 /// What one check found.
 #[derive(Debug)]
 enum Outcome {
-    Ready,
+    /// A 2xx answer, with the process id it carried (if the peer sends one).
+    Ready(Option<String>),
     /// The answer came from this process.
     Itself,
     Failed(Failure),
@@ -127,7 +128,12 @@ fn record(cluster: &Cluster, address: &Arc<str>, outcome: Outcome) {
             }
             return;
         }
-        Outcome::Ready => Ok(()),
+        Outcome::Ready(instance) => {
+            if let Some(instance) = instance {
+                table.note_instance(address, &instance);
+            }
+            Ok(())
+        }
         Outcome::Failed(f) => {
             if let Some(metrics) = &cluster.inner.metrics {
                 emit(CheckFailed { metrics });
@@ -154,7 +160,12 @@ async fn check(http: reqwest::Client, address: Arc<str>) -> (Arc<str>, Outcome) 
         {
             Outcome::Itself
         }
-        Ok(r) if r.status().is_success() => Outcome::Ready,
+        Ok(r) if r.status().is_success() => Outcome::Ready(
+            r.headers()
+                .get(INSTANCE_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+        ),
         Ok(r) => Outcome::Failed(Failure {
             error: format!("GET {url}: {}", r.status()),
             starting: r.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE,

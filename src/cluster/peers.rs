@@ -60,6 +60,10 @@ pub struct Peer {
     #[serde(serialize_with = "ser_time")]
     pub last_check: Option<SystemTime>,
     pub last_error: Option<String>,
+    /// The process id its last answer carried (`x-scraper-instance`): a new one after the
+    /// peer was down means it restarted, not that it is flapping.
+    #[serde(skip)]
+    pub instance: Option<Arc<str>>,
 }
 
 fn ser_str<S: serde::Serializer>(v: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
@@ -182,10 +186,31 @@ impl Table {
                     successes: 0,
                     last_check: None,
                     last_error: None,
+                    instance: None,
                 },
             );
         }
         out
+    }
+
+    /// Notes the process id `address` answered with. A down peer that answers as a new process
+    /// restarted: it rejoins at this success rather than after [`SUCCESSES_TO_REJOIN`], since
+    /// the hold-down is for a process that keeps failing, and a restarted peer already claims
+    /// its share (keeping it out only makes both scrape that share).
+    pub fn note_instance(&mut self, address: &str, instance: &str) {
+        let Some(p) = self.peers.get_mut(address) else {
+            return;
+        };
+        let restarted = p
+            .instance
+            .as_deref()
+            .is_some_and(|before| before != instance);
+        if restarted && p.state == State::Down {
+            p.successes = p.successes.max(SUCCESSES_TO_REJOIN - 1);
+        }
+        if p.instance.as_deref() != Some(instance) {
+            p.instance = Some(Arc::from(instance));
+        }
     }
 
     /// Records a check of `address` at `at`.
@@ -332,6 +357,28 @@ mod tests {
         assert!(removed[0].changes_members());
         assert!(t.members().is_empty());
         assert_eq!(t.addresses().len(), 1);
+    }
+
+    #[test]
+    fn a_restarted_peer_rejoins_at_its_first_answer() {
+        let now = SystemTime::now();
+        let mut t = Table::new("self:1");
+        t.set_candidates(&listed(&["b:1"]));
+        t.note_instance("b:1", "first");
+        t.record("b:1", Ok(()), now);
+        for _ in 0..FAILURES_TO_LEAVE {
+            t.record("b:1", Err(Failure::new("refused")), now);
+        }
+        assert!(t.members().is_empty());
+        // The same process answering again is held down (flapping)...
+        t.note_instance("b:1", "first");
+        assert!(t.record("b:1", Ok(()), now).is_none());
+        t.record("b:1", Err(Failure::new("refused")), now);
+        // ...a new process is back at once.
+        t.note_instance("b:1", "second");
+        let back = t.record("b:1", Ok(()), now);
+        assert_eq!(back.as_ref().map(kind), Some("back"));
+        assert_eq!(t.members().len(), 1);
     }
 
     #[test]
