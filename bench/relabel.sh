@@ -78,7 +78,12 @@ done
 # 5. Side by side.
 python3 - "$WORK/rust.txt" "$WORK/go.txt" <<'PY'
 import sys
-def parse(path):
+# What each round must reproduce exactly: a timing is the best of the rounds, but these are the
+# output itself, so one round that differs from another is a failure, not a value to pick from.
+EXACT = ("rule_applications", "kept", "output_fnv")
+bad = False
+def parse(path, side):
+    global bad
     best = {}
     for line in open(path):
         if not line.startswith("RESULT "):
@@ -87,14 +92,23 @@ def parse(path):
         kv = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
         cur = best.setdefault(parts[2], dict(kv))
         for k, v in kv.items():
+            if k in EXACT:
+                if cur.get(k) != v:
+                    print(f"{side} {parts[2]}: {k} differs between rounds ({cur.get(k)} and {v})")
+                    bad = True
+                continue
             try:
                 if float(v) < float(cur[k]):
                     cur[k] = v
-            except ValueError:
+            except (ValueError, KeyError):
                 pass
+    for name, cur in best.items():
+        for k in EXACT:
+            if k not in cur:
+                print(f"{side} {name}: no {k} in its RESULT lines")
+                bad = True
     return best
-rust, go = parse(sys.argv[1]), parse(sys.argv[2])
-bad = False
+rust, go = parse(sys.argv[1], "rust"), parse(sys.argv[2], "go")
 print("\nns per rule application, best of the rounds (lower is better); wall clock and CPU time")
 print(f"{'scenario':<10} {'rules run':>9} {'rust process':>13} {'rust clone+process':>19} {'go copy+Process':>16} {'speed-up':>9} {'rust cpu':>9} {'go cpu':>9} {'cpu speed-up':>13}")
 for name in rust:

@@ -8,7 +8,10 @@
 //! * deleting a chosen pod moves exactly one choice (the other two stay, the replacement is the
 //!   next smallest hash), and no other Deployment changes;
 //! * scaling a Deployment from 20 to 40 pods (one whose fresh choice would differ) keeps its
-//!   chosen three, and no new pod is ever scraped.
+//!   chosen three, and no new pod is scraped;
+//! * deleting a chosen pod of that scaled Deployment keeps the other two and adds the smallest
+//!   hash not chosen among the 39 left, which differs from a fresh pick over those 39 (the
+//!   deleted pod is chosen so that it does): the sampler remembers, it does not recompute.
 //!
 //! Also `scraper check` on bad arguments: `file:line:col` errors at the attribute or block.
 //!
@@ -86,6 +89,31 @@ fn smallest(pods: impl IntoIterator<Item = String>, n: usize) -> BTreeSet<String
     let mut v: Vec<(u64, String)> = pods.into_iter().map(|p| (hash(&p), p)).collect();
     v.sort();
     v.into_iter().take(n).map(|(_, p)| p).collect()
+}
+
+/// What the sampler keeps after `victim` (one of `chosen`) is deleted from `all`: the other
+/// chosen pods and the smallest hash not chosen.
+fn sticky_after(chosen: &BTreeSet<String>, all: &[String], victim: &str) -> BTreeSet<String> {
+    let mut next: BTreeSet<String> = chosen.iter().filter(|p| *p != victim).cloned().collect();
+    let unchosen = all
+        .iter()
+        .filter(|p| *p != victim && !chosen.contains(*p))
+        .cloned();
+    next.extend(smallest(unchosen, 1));
+    next
+}
+
+/// What a sampler without memory would keep after `victim` is deleted from `all`.
+fn fresh_after(all: &[String], victim: &str) -> BTreeSet<String> {
+    smallest(all.iter().filter(|p| *p != victim).cloned(), MAX)
+}
+
+/// A chosen pod whose deletion gives a different choice with memory than without.
+fn distinguishing_victim(chosen: &BTreeSet<String>, all: &[String]) -> Option<String> {
+    chosen
+        .iter()
+        .find(|v| sticky_after(chosen, all, v) != fresh_after(all, v))
+        .cloned()
 }
 
 fn config(receiver: &str) -> String {
@@ -289,12 +317,15 @@ async fn three_pods_per_deployment_sticky_through_deletes_and_scaling() {
 
     // 3. Scale a Deployment whose fresh choice over 40 pods would differ from 20 to 40 pods:
     //    its chosen three stay.
+    //    (Also one where step 4 below can tell a sticky sampler from a memoryless one.)
     let d = (1..DEPLOYMENTS)
         .find(|&d| {
-            smallest((0..2 * PODS).map(|i| pod_name(d, i)), MAX)
-                != smallest((0..PODS).map(|i| pod_name(d, i)), MAX)
+            let chosen = smallest((0..PODS).map(|i| pod_name(d, i)), MAX);
+            let all40: Vec<String> = (0..2 * PODS).map(|i| pod_name(d, i)).collect();
+            smallest(all40.iter().cloned(), MAX) != chosen
+                && distinguishing_victim(&chosen, &all40).is_some()
         })
-        .expect("some Deployment gains a smaller hash when scaled (names are fixed)");
+        .expect("some Deployment gains smaller hashes when scaled (names are fixed)");
     for i in PODS..2 * PODS {
         fleet.add(d, i).await;
         fake.apply(pod(d, i, port));
@@ -308,6 +339,31 @@ async fn three_pods_per_deployment_sticky_through_deletes_and_scaling() {
         .filter(|p| counts.get(p).copied().unwrap_or(0) > 0)
         .collect();
     assert!(new_scraped.is_empty(), "new pods scraped: {new_scraped:?}");
+
+    // 4. Delete a chosen pod of the scaled Deployment: the two others stay and the replacement
+    //    is the smallest hash not chosen among the 39 left. That is not what a sampler without
+    //    memory would pick (the three smallest of the 39, which include new pods hashing below
+    //    the chosen ones): the victim is picked here so that the two differ.
+    let kept_before = want[&d].clone();
+    let all40: Vec<String> = (0..2 * PODS).map(|i| pod_name(d, i)).collect();
+    let victim = distinguishing_victim(&kept_before, &all40)
+        .expect("chosen when scaling: a victim that tells sticky from memoryless choosing");
+    let victim_i = (0..2 * PODS)
+        .find(|&i| pod_name(d, i) == victim)
+        .expect("victim index");
+    fake.delete("pods", Some(NS), &victim).expect("pod existed");
+    let expected = sticky_after(&kept_before, &all40, &victim);
+    assert_ne!(expected, fresh_after(&all40, &victim));
+    assert_eq!(expected.intersection(&kept_before).count(), MAX - 1);
+    want.insert(d, expected);
+    wait_for_group(&s, d, (2 * PODS - 1) as f64).await;
+    let seen = settle(&fleet, &want).await;
+    assert_eq!(
+        seen,
+        want,
+        "after deleting {victim} (#{victim_i}) of scaled deploy-{d}:\n{}",
+        describe(&seen)
+    );
 
     // The component page lists the groups with their chosen pods.
     let info = s.component("discovery.sample.pods").await;

@@ -1,4 +1,5 @@
-//! Label names shared process-wide.
+//! Label names shared process-wide: the process's one global cache (docs/ARCHITECTURE.md,
+//! `src/labels/`).
 //!
 //! Targets repeat the same few dozen names (`__meta_kubernetes_pod_name`, the pods' label
 //! keys...) thousands of times. Giving every target its own copy of each name costs memory and,
@@ -7,13 +8,16 @@
 //! name is stored once and every set holds a handle to it, which also makes copying a set touch
 //! only a few hot reference counts.
 //!
-//! The table only grows, so it is capped: past [`CAP`] distinct names (a config generating
-//! label names from values, say) new names are simply not shared.
+//! The table only grows and is never freed, so it is capped: past [`CAP`] distinct names (a
+//! config generating label names from values, say) new names are simply not shared, and a flag
+//! set when the cap is reached keeps such lookups off the write lock. Names a network client
+//! chooses (push and ingest labels) are not interned at all (`LabelSet::from_unshared`), and the
+//! table's hash is seeded per process, so nobody can aim colliding names at it from outside.
 
 use std::collections::HashSet;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
-
-use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 use super::LabelName;
 
@@ -21,41 +25,117 @@ use super::LabelName;
 /// MiB at worst.
 const CAP: usize = 50_000;
 
-/// Keyed by XXH3 rather than SipHash: names are not attacker-chosen keys of a long-lived map
-/// an attacker can grow (the table is capped), and lookups sit on relabelling's hot path.
-type Table = HashSet<LabelName, Xxh3DefaultBuilder>;
+/// XXH3 keyed by a per-process random seed: lookups sit on relabelling's hot path (SipHash
+/// would cost several times more per name), and the seed means colliding names cannot be
+/// computed from the source ahead of time.
+#[derive(Clone)]
+struct Seeded(u64);
 
-fn table() -> &'static RwLock<Table> {
-    static NAMES: OnceLock<RwLock<Table>> = OnceLock::new();
-    NAMES.get_or_init(|| RwLock::new(Table::default()))
+impl Default for Seeded {
+    fn default() -> Self {
+        // std's RandomState carries per-process random keys; hashing a constant with it is a
+        // random u64 without a dependency on a random-number crate.
+        Seeded(std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64))
+    }
+}
+
+struct SeededHasher(u64);
+
+impl Hasher for SeededHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
+    }
+    /// `str`'s `Hash` ends every string with a `0xff` byte; folding it in with a bijection
+    /// instead of a second XXH3 call keeps a lookup to one pass over the name.
+    fn write_u8(&mut self, byte: u8) {
+        self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl BuildHasher for Seeded {
+    type Hasher = SeededHasher;
+    fn build_hasher(&self) -> SeededHasher {
+        SeededHasher(self.0)
+    }
+}
+
+/// A capped table of shared names.
+struct Interner {
+    names: RwLock<HashSet<LabelName, Seeded>>,
+    /// Set once `names` holds `cap` names (it never shrinks): new names then skip the write
+    /// lock, which every unshared name would otherwise take on every lookup.
+    full: AtomicBool,
+    cap: usize,
+}
+
+impl Interner {
+    fn new(cap: usize) -> Self {
+        Interner {
+            names: RwLock::new(HashSet::default()),
+            full: AtomicBool::new(false),
+            cap,
+        }
+    }
+
+    fn name(&self, name: &str) -> LabelName {
+        if let Some(n) = crate::sync::read(&self.names).get(name) {
+            return n.clone();
+        }
+        if self.full.load(Ordering::Acquire) {
+            return Arc::from(name);
+        }
+        self.insert(Arc::from(name))
+    }
+
+    fn shared(&self, owned: LabelName) -> LabelName {
+        if let Some(n) = crate::sync::read(&self.names).get(&*owned) {
+            return n.clone();
+        }
+        if self.full.load(Ordering::Acquire) {
+            return owned;
+        }
+        self.insert(owned)
+    }
+
+    /// Remembers `owned` unless another thread was first or the table is full.
+    fn insert(&self, owned: LabelName) -> LabelName {
+        let mut t = crate::sync::write(&self.names);
+        if let Some(n) = t.get(&*owned) {
+            return n.clone();
+        }
+        if t.len() < self.cap {
+            t.insert(owned.clone());
+        }
+        if t.len() >= self.cap {
+            self.full.store(true, Ordering::Release);
+        }
+        owned
+    }
+}
+
+fn table() -> &'static Interner {
+    static NAMES: OnceLock<Interner> = OnceLock::new();
+    NAMES.get_or_init(|| Interner::new(CAP))
 }
 
 /// The shared handle for `name`, allocated (and remembered) on first use.
 pub(super) fn name(name: &str) -> LabelName {
-    if let Some(n) = crate::sync::read(table()).get(name) {
-        return n.clone();
-    }
-    shared(Arc::from(name))
+    table().name(name)
 }
 
 /// The shared handle for a name already allocated: `owned` itself if the name is new.
 pub(super) fn shared(owned: LabelName) -> LabelName {
-    if let Some(n) = crate::sync::read(table()).get(&*owned) {
-        return n.clone();
-    }
-    let mut t = crate::sync::write(table());
-    if let Some(n) = t.get(&*owned) {
-        return n.clone();
-    }
-    if t.len() < CAP {
-        t.insert(owned.clone());
-    }
-    owned
+    table().shared(owned)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
 
     #[test]
     fn one_allocation_per_name() {
@@ -67,5 +147,46 @@ mod tests {
         let d = shared(Arc::from("__intern_test_d"));
         assert!(Arc::ptr_eq(&d, &name("__intern_test_d")));
         assert!(!Arc::ptr_eq(&a, &d));
+    }
+
+    #[test]
+    fn seeds_differ_per_table() {
+        // Two builders hash alike only if the random keys repeat (chance 2^-64).
+        let (a, b) = (Seeded::default(), Seeded::default());
+        assert_ne!(a.hash_one("name"), b.hash_one("name"));
+        assert_eq!(a.hash_one("name"), a.hash_one("name"));
+    }
+
+    #[test]
+    fn a_full_table_shares_old_names_and_leaves_the_write_lock_alone() {
+        let t = Arc::new(Interner::new(2));
+        let a = t.name("a");
+        let b = t.shared(Arc::from("b"));
+        assert!(t.full.load(Ordering::Acquire), "full at the cap");
+        let c1 = t.name("c");
+        let c2 = t.shared(Arc::from("c"));
+        assert!(!Arc::ptr_eq(&c1, &c2), "past the cap a name is not shared");
+        assert_eq!((&*c1, &*c2), ("c", "c"));
+        assert!(Arc::ptr_eq(&a, &t.name("a")));
+        assert!(Arc::ptr_eq(&b, &t.name("b")));
+
+        // With a read guard held elsewhere, a lookup that took the write lock would block:
+        // new names past the cap must come back anyway (hang guard, not a timing assertion).
+        let guard = crate::sync::read(&t.names);
+        let (tx, rx) = mpsc::channel();
+        let t2 = Arc::clone(&t);
+        let worker = std::thread::spawn(move || {
+            let d = t2.name("d");
+            let e = t2.shared(Arc::from("e"));
+            let _ = tx.send((d.to_string(), e.to_string()));
+        });
+        let got = rx.recv_timeout(Duration::from_secs(30));
+        drop(guard);
+        worker.join().expect("worker");
+        assert_eq!(
+            got.expect("a full table took the write lock"),
+            ("d".to_string(), "e".to_string())
+        );
+        assert_eq!(crate::sync::read(&t.names).len(), 2);
     }
 }

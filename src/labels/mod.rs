@@ -260,11 +260,21 @@ impl LabelSet {
         }
     }
 
-    /// Sets every pair of `adds` (sorted by name, unique, no empty values) in one merge, copying
-    /// nothing when every pair is already there with its value. Setting many labels one by one
-    /// shifts the tail of the set once per new label; a merge moves each pair once.
-    pub fn set_sorted(&mut self, adds: &[(&str, LabelValue)]) {
-        debug_assert!(adds.windows(2).all(|w| w[0].0 < w[1].0));
+    /// Sets every pair of `adds` in one merge, copying nothing when every pair is already there
+    /// with its value. Setting many labels one by one shifts the tail of the set once per new
+    /// label; a merge moves each pair once. The merge needs `adds` sorted by name, unique and
+    /// without empty values; that is checked (one pass over `adds`, in every build), and adds
+    /// that break it are set one by one instead, with [`set`](Self::set)'s meaning: in order,
+    /// a later pair of the same name wins, an empty value deletes.
+    pub(crate) fn set_sorted(&mut self, adds: &[(&str, LabelValue)]) {
+        let mergeable =
+            adds.windows(2).all(|w| w[0].0 < w[1].0) && adds.iter().all(|(_, v)| !v.is_empty());
+        if !mergeable {
+            for (n, v) in adds {
+                self.set_shared_str(n, v.clone());
+            }
+            return;
+        }
         if adds.iter().all(|(n, v)| self.get_shared(n) == Some(v)) {
             return;
         }
@@ -341,10 +351,28 @@ where
     /// Builds a set from pairs in any order. Empty values are dropped (absent == empty); for a
     /// repeated name the last pair wins, as when a map is built from the same sequence.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let mut labels: Vec<(LabelName, LabelValue)> = iter
-            .into_iter()
-            .map(|(k, v)| (intern::shared(k.into()), v.into()))
-            .collect();
+        Self::build(
+            iter.into_iter()
+                .map(|(k, v)| (intern::shared(k.into()), v.into())),
+        )
+    }
+}
+
+impl LabelSet {
+    /// Like collecting pairs into a set ([`FromIterator`]), but the names are **not** interned:
+    /// for names a network client chooses (push and ingest labels), which would otherwise fill
+    /// the process-wide name table for the life of the process.
+    pub fn from_unshared<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<LabelName>,
+        V: Into<LabelValue>,
+    {
+        Self::build(pairs.into_iter().map(|(k, v)| (k.into(), v.into())))
+    }
+
+    /// Sorts, keeps the last of a repeated name, drops empty values.
+    fn build(pairs: impl Iterator<Item = (LabelName, LabelValue)>) -> Self {
+        let mut labels: Vec<(LabelName, LabelValue)> = pairs.collect();
         // Stable sort keeps input order among equal names, so "last wins" below is well defined.
         labels.sort_by(|a, b| a.0.cmp(&b.0));
         let mut out: Vec<(LabelName, LabelValue)> = Vec::with_capacity(labels.len());
@@ -545,6 +573,62 @@ mod tests {
             // The clone taken before is untouched (copy-on-write).
             assert_eq!(original, set(start));
         }
+    }
+
+    #[test]
+    fn set_sorted_checks_its_input_in_every_build() {
+        type Pairs = &'static [(&'static str, &'static str)];
+        // (set, adds breaking the merge's preconditions, expected: as if set one by one)
+        let cases: &[(Pairs, Pairs, Pairs)] = &[
+            // unsorted
+            (
+                &[("m", "1")],
+                &[("z", "y"), ("a", "x")],
+                &[("a", "x"), ("m", "1"), ("z", "y")],
+            ),
+            // a repeated name: the later wins
+            (
+                &[("m", "1")],
+                &[("a", "x"), ("a", "w")],
+                &[("a", "w"), ("m", "1")],
+            ),
+            // an empty value deletes, and is never stored
+            (
+                &[("a", "1"), ("b", "2")],
+                &[("a", ""), ("c", "3")],
+                &[("b", "2"), ("c", "3")],
+            ),
+            (&[("b", "2")], &[("a", "")], &[("b", "2")]),
+        ];
+        for (start, adds, want) in cases {
+            let adds: Vec<(&str, LabelValue)> =
+                adds.iter().map(|(n, v)| (*n, Arc::from(*v))).collect();
+            let mut merged = set(start);
+            merged.set_sorted(&adds);
+            assert_eq!(merged, set(want), "{start:?} + {adds:?}");
+            let names: Vec<&str> = merged.names().collect();
+            assert!(names.windows(2).all(|w| w[0] < w[1]), "{names:?}");
+            assert!(merged.iter().all(|(_, v)| !v.is_empty()));
+        }
+    }
+
+    #[test]
+    fn from_unshared_builds_like_collect_without_interning() {
+        let pairs = [("b", "2"), ("a", "1"), ("b", "3"), ("c", "")];
+        let unshared = LabelSet::from_unshared(pairs);
+        assert_eq!(unshared, pairs.into_iter().collect::<LabelSet>());
+        assert_eq!(unshared, set(&[("a", "1"), ("b", "3")]));
+        // A fresh name stays out of the table: interning it afterwards yields another handle.
+        let name = "__from_unshared_test_name";
+        let s = LabelSet::from_unshared([(name, "v")]);
+        let held = &s.iter_shared().next().expect("one label").0;
+        assert!(!Arc::ptr_eq(held, &shared_name(name)));
+        let interned: LabelSet = [("__from_unshared_test_other", "v")].into_iter().collect();
+        let held = &interned.iter_shared().next().expect("one label").0;
+        assert!(Arc::ptr_eq(
+            held,
+            &shared_name("__from_unshared_test_other")
+        ));
     }
 
     #[test]

@@ -62,7 +62,8 @@ impl Profile {
     /// A profile received now, from a list of labels in any order. Empty values are dropped
     /// (empty means absent); a name given twice with non-empty values is recorded in
     /// [`duplicate_labels`](Self::duplicate_labels). Producers that already hold a
-    /// [`LabelSet`] use [`with_labels`](Self::with_labels), which copies no string.
+    /// [`LabelSet`] use [`with_labels`](Self::with_labels), which copies no string. The names
+    /// are not interned (they may come from a network client; see [`LabelSet::from_unshared`]).
     pub fn new(labels: Vec<Label>, raw: impl Into<Bytes>) -> Self {
         let (labels, duplicate_labels) = label_set_of(labels);
         Profile {
@@ -101,7 +102,9 @@ fn label_set_of(mut labels: Vec<Label>) -> (LabelSet, Vec<LabelName>) {
             duplicates.push(Arc::from(w[0].0.as_str()));
         }
     }
-    (labels.into_iter().collect(), duplicates)
+    // Not interned: push and ingest clients choose these names, and a client must not be able
+    // to fill the process-wide name table (src/labels/intern.rs) for the life of the process.
+    (LabelSet::from_unshared(labels), duplicates)
 }
 
 impl fmt::Debug for Profile {
@@ -270,6 +273,14 @@ mod tests {
         fan.set(Vec::new());
         fan.append(vec![p]);
         assert!(fan.is_empty());
+    }
+
+    #[test]
+    fn new_does_not_intern_client_names() {
+        let name = "__profile_new_client_chosen_name";
+        let p = Profile::new(vec![(name.into(), "v".into())], Vec::new());
+        let held = &p.labels.iter_shared().next().expect("a label").0;
+        assert!(!Arc::ptr_eq(held, &crate::labels::shared_name(name)));
     }
 
     #[test]

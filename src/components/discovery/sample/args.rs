@@ -61,13 +61,27 @@ impl Limit {
             n = n.min(max);
         }
         if let Some(f) = self.fraction {
-            // keys is far below 2^52, so the product is exact enough; ceil keeps 1% of 50 pods
-            // at 1, not 0.
-            let by_fraction = (f * keys as f64).ceil() as usize;
-            n = n.min(by_fraction.max(1));
+            n = n.min(ceil_fraction(f, keys).max(1));
         }
         n.max(1)
     }
+}
+
+/// `ceil(f × keys)` as if `f` were the decimal the user wrote. `f` is the binary float nearest
+/// that decimal, so the product can land a hair above an integer (0.07 × 100 =
+/// 7.000000000000001, whose plain `ceil` is 8). Both roundings together err by under 3e-16 of
+/// the product, so a product within 1e-14 of it from an integer is that integer; a real
+/// fractional part that small would need a fraction written with about 14 significant digits.
+fn ceil_fraction(f: f64, keys: usize) -> usize {
+    let x = f * keys as f64;
+    let nearest = x.round();
+    let exact = if (x - nearest).abs() <= x * 1e-14 {
+        nearest
+    } else {
+        x.ceil()
+    };
+    // A float-to-int `as` saturates; the caller caps the result at `keys` anyway.
+    exact as usize
 }
 
 impl Arguments {
@@ -173,5 +187,32 @@ mod tests {
         for (limit, keys, want) in cases {
             assert_eq!(limit.of(keys), want, "{limit:?} of {keys}");
         }
+    }
+
+    /// Every whole percentage over groups of 1 to 1,000 keys against integer arithmetic:
+    /// ceil(p × n / 100) = (p × n + 99) / 100. (0.07 × 100 pods was 8 with a plain float ceil.)
+    #[test]
+    fn fraction_rounds_like_exact_decimal_arithmetic() {
+        let mut wrong = Vec::new();
+        for p in 1..=99usize {
+            let f: f64 = format!("0.{p:02}").parse().expect("a decimal");
+            let limit = Limit {
+                max: None,
+                fraction: Some(f),
+            };
+            for n in 1..=1000usize {
+                let want = ((p * n).div_ceil(100)).max(1);
+                let got = limit.of(n);
+                if got != want {
+                    wrong.push(format!("{f} of {n}: {got}, want {want}"));
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} wrong, first: {:?}",
+            wrong.len(),
+            &wrong[..wrong.len().min(5)]
+        );
     }
 }

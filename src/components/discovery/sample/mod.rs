@@ -2,8 +2,25 @@
 //! stable hash of the pod so that the same pods stay chosen while they exist.
 //!
 //! ```alloy
-//! discovery.sample "three_per_workload" {
+//! // First drop what cannot be scraped: a chosen pod keeps its place while it exists, so a
+//! // finished (Succeeded/Failed) or unannotated pod that got chosen would hold a place and
+//! // leave the workload with fewer profiled pods than `max` for as long as it is there.
+//! discovery.relabel "scrapable" {
 //!   targets = discovery.kubernetes.pods.targets
+//!   rule {
+//!     source_labels = ["__meta_kubernetes_pod_phase"]
+//!     regex         = "Pending|Succeeded|Failed|Unknown"
+//!     action        = "drop"
+//!   }
+//!   rule {
+//!     source_labels = ["__meta_kubernetes_pod_annotation_profiles_grafana_com_cpu_scrape"]
+//!     regex         = "true"
+//!     action        = "keep"
+//!   }
+//! }
+//!
+//! discovery.sample "three_per_workload" {
+//!   targets = discovery.relabel.scrapable.output
 //!   max     = 3
 //! }
 //! ```
@@ -11,11 +28,13 @@
 //! * Arguments ([`args`]): `targets` (required); `max` (at least 1) and/or `fraction` (in
 //!   (0, 1]): at least one of them, and with both the smaller limit applies; `group_by` (default
 //!   namespace, controller kind and controller name: one group per Deployment's ReplicaSet,
-//!   StatefulSet, DaemonSet...) and `key_by` (default namespace and pod name; a target with none
-//!   of those labels is keyed by its `__address__`). Targets are grouped by their `group_by`
-//!   values (a missing label counts as empty) and each group keeps at most `max`, or
-//!   `ceil(fraction × distinct keys)` but at least one, distinct **keys**: every target of a
-//!   chosen pod (several containers or ports) is kept, and none of the others.
+//!   StatefulSet, DaemonSet...) and `key_by` (default namespace and pod name; a target lacking
+//!   any of those labels, or every target when `key_by` is empty, is keyed by its
+//!   `__address__`). Targets are grouped by their `group_by` values (a missing label counts as
+//!   empty) and each group keeps at most `max`, or `ceil(fraction × distinct keys)` but at least
+//!   one, distinct **keys**: every target of a chosen pod (several containers or ports) is
+//!   kept, and none of the others. The component is generic: it does not know what a pod phase
+//!   or a scrape annotation is, so filtering belongs before it (the example above).
 //! * Exports: `output`, the kept targets in input order, as the same shared capsules that came
 //!   in (no label set is copied).
 //! * Choosing ([`choose`]): the first time a group is seen its keys with the smallest hashes are
@@ -27,15 +46,18 @@
 //! * State is in memory only. After a restart (or a reload that rebuilds the component) every
 //!   group again starts from the smallest hashes among the pods that exist then, which may differ
 //!   from what was chosen before the restart if chosen pods had been replaced meanwhile.
-//! * With clustering (several scraper instances, each running this component over the same
-//!   discovery), each instance samples on its own. Instances that started together with the same
-//!   pods agree, and stay in agreement because they see the same changes and apply the same rule.
-//!   After one instance restarts it chooses the smallest hashes of the pods present then, while
-//!   the others keep their sticky choice: they can disagree (and between them scrape a few more
-//!   or fewer than `max` pods of a group) until the pods they chose differently go away. Put
-//!   `discovery.sample` before `pyroscope.scrape`'s clustering: each target is then scraped by one
-//!   instance, and the disagreement is bounded by the pods chosen before the restart.
-//! * Metrics ([`metrics`]): `discovery_sample_targets` and `discovery_sample_kept` per group.
+//! * With clustering (several scraper instances, each running this component over its own
+//!   discovery) there is no coordination, and instances can disagree about a group: each one's
+//!   choice depends on the sequence of updates it saw, and each discovery publishes at its own
+//!   moments (a delete and an add can arrive in one update on one instance and in two on
+//!   another, leading to different replacements), and an instance that restarts chooses afresh
+//!   (the scraper's StatefulSet rolls one pod at a time, so instances restart at different
+//!   moments). Since each target is then scraped by one instance, the number of a group's pods
+//!   profiled can differ from `max` (more or fewer) until the pods chosen differently go away.
+//!   For an exact bound, sample where one instance decides (a scraper that is not clustered
+//!   and scrapes everything the sample keeps); with clustering, treat `max` as approximate.
+//! * Metrics ([`metrics`]): `discovery_sample_targets` and `discovery_sample_kept` per group
+//!   (the `group_by` values joined with `/`, a `/` or `\` inside a value escaped with `\`).
 //!   Debug info (the component page): per group, its targets, keys, limit and chosen keys.
 //!
 //! User documentation: docs/SAMPLING.md.
@@ -95,13 +117,35 @@ fn values_of(t: &LabelSet, names: &[String]) -> Values {
         .collect()
 }
 
-/// The key of a target: its `key_by` values, or its `__address__` when it has none of them.
+/// The key of a target: its `key_by` values when it has every one of them, else its
+/// `__address__`. Keying by the labels present would give every target that lacks the same
+/// label (a namespace but no pod name) one shared key, and the group would be kept or dropped
+/// whole; an empty `key_by` would do the same to every target.
 fn key_of(t: &LabelSet, key_by: &[String]) -> Key {
-    if key_by.iter().any(|n| t.contains(n)) {
+    if !key_by.is_empty() && key_by.iter().all(|n| t.contains(n)) {
         Key::new(values_of(t, key_by))
     } else {
         Key::new(Box::new([t.get("__address__").unwrap_or("").to_string()]))
     }
+}
+
+/// Label values as one string for the `group` metric label and the component page: joined
+/// with `/`, with each `\` and `/` inside a value escaped by a `\`, so that different values
+/// never give the same string (`a/b` + `c` is `a\/b/c`, `a` + `b/c` is `a/b\/c`).
+fn join_values(values: &[String]) -> String {
+    let mut out = String::new();
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        for c in v.chars() {
+            if c == '/' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl Sample {
@@ -144,7 +188,7 @@ impl Sample {
         }
         let names: Vec<(String, usize, usize)> = groups
             .iter()
-            .map(|(g, i)| (g.join("/"), i.targets, i.kept))
+            .map(|(g, i)| (join_values(g), i.targets, i.kept))
             .collect();
         state
             .metrics
@@ -200,7 +244,7 @@ impl Component for Sample {
     }
 
     /// Per group: its `group_by` values, targets in and kept, distinct keys, the limit and the
-    /// chosen keys (their `key_by` values joined with `/`).
+    /// chosen keys (their `key_by` values joined with `/`, escaped as in the `group` label).
     fn debug_info(&self) -> Option<serde_json::Value> {
         let state = self.state();
         let groups: Vec<serde_json::Value> = state
@@ -210,10 +254,10 @@ impl Component for Sample {
                 let chosen: Vec<String> = state
                     .sampler
                     .chosen(g)
-                    .map(|c| c.iter().map(|k| k.values.join("/")).collect())
+                    .map(|c| c.iter().map(|k| join_values(&k.values)).collect())
                     .unwrap_or_default();
                 serde_json::json!({
-                    "group": g.join("/"),
+                    "group": join_values(g),
                     "targets": i.targets,
                     "kept": i.kept,
                     "keys": i.keys,

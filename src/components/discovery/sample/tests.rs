@@ -155,3 +155,56 @@ fn invalid_arguments_are_refused_at_build_and_update() {
         "placed at the attribute"
     );
 }
+
+/// Targets lacking any `key_by` label are keyed by `__address__`: a namespace without a pod
+/// name must not give every such target one shared key (which kept the whole group).
+#[test]
+fn a_partial_key_falls_back_to_the_address() {
+    let ns_only: Vec<LabelSet> = ["a:1", "b:1", "c:1", "d:1", "e:1"]
+        .iter()
+        .map(|addr| {
+            [
+                ("__address__", *addr),
+                ("__meta_kubernetes_namespace", "ns"),
+            ]
+            .into_iter()
+            .collect()
+        })
+        .collect();
+    let (c, exports) = build(args(ns_only.clone(), 2));
+    assert_eq!(output(&exports.current()).len(), 2);
+    assert_eq!(c.debug_info().expect("debug info")["groups"][0]["keys"], 5);
+
+    // An empty key_by keys every target by its address too.
+    let mut a = args(ns_only, 2);
+    a.key_by = Vec::new();
+    c.update(a).expect("update");
+    assert_eq!(output(&exports.current()).len(), 2);
+
+    // Targets with the whole key are still keyed by it: two targets of one pod are one key.
+    let whole = vec![
+        pod("ns", "d", 0, "app", 80),
+        pod("ns", "d", 0, "sidecar", 81),
+    ];
+    c.update(args(whole, 1)).expect("update");
+    assert_eq!(output(&exports.current()).len(), 2);
+}
+
+#[test]
+fn joined_values_escape_the_separator() {
+    let v = |s: &[&str]| -> Vec<String> { s.iter().map(|x| x.to_string()).collect() };
+    let cases: &[(&[&str], &str)] = &[
+        (&["ns", "ReplicaSet", "api"], "ns/ReplicaSet/api"),
+        (&["a/b", "c"], "a\\/b/c"),
+        (&["a", "b/c"], "a/b\\/c"),
+        (&["a\\", "b"], "a\\\\/b"),
+        (&["a", "\\b"], "a/\\\\b"),
+        (&["", "", ""], "//"),
+    ];
+    let mut seen = BTreeSet::new();
+    for (values, want) in cases {
+        let got = join_values(&v(values));
+        assert_eq!(got, *want, "{values:?}");
+        assert!(seen.insert(got), "{values:?} collides");
+    }
+}
