@@ -40,6 +40,9 @@ pub struct HttpClient {
     one_shot: reqwest::Client,
     headers: Vec<(HeaderName, Vec<HeaderValue>)>,
     auth: Auth,
+    /// The `User-Agent` reqwest sends, when requests go straight to their host (no proxy):
+    /// what a caller speaking HTTP itself must send (see [`HttpClient::direct_user_agent`]).
+    direct_user_agent: Option<HeaderValue>,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -126,6 +129,14 @@ impl HttpClient {
         };
         let client = build(true)?;
         let one_shot = build(false)?;
+        let direct_user_agent = if proxies(&cfg.proxy)?.is_empty() {
+            Some(
+                HeaderValue::from_str(user_agent)
+                    .map_err(|e| HttpClientError::Build(e.to_string()))?,
+            )
+        } else {
+            None
+        };
 
         let mut headers = Vec::new();
         for (name, values) in &cfg.http_headers {
@@ -163,6 +174,7 @@ impl HttpClient {
             one_shot,
             headers,
             auth,
+            direct_user_agent,
         })
     }
 
@@ -176,6 +188,14 @@ impl HttpClient {
     /// 15 s), while [`client`](Self::client) keeps connections for those that reuse them.
     pub fn one_shot(&self) -> &reqwest::Client {
         &self.one_shot
+    }
+
+    /// The `User-Agent` to send when no proxy is configured, so that a request may be made
+    /// without this client on a connection of the caller's own (plain HTTP only: TLS settings
+    /// live in the client). Besides it, reqwest adds `Accept: */*` and `Host` where a request
+    /// lacks them.
+    pub fn direct_user_agent(&self) -> Option<&HeaderValue> {
+        self.direct_user_agent.as_ref()
     }
 
     /// Adds `http_headers` (replacing headers of the same name) and the auth header (unless

@@ -7,11 +7,14 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use reqwest::header::{CONNECTION, CONTENT_TYPE, HeaderMap, HeaderValue};
 
+use self::plain_http::Outcome;
 use super::error::{Reason, ScrapeError};
 use super::validate::{ERROR_BODY_PREVIEW, status_error, validate_body};
 use crate::budget::{Priority, Reservation};
 use crate::gocompat::time::format_go_duration;
 use crate::httpclient::HttpClient;
+
+mod plain_http;
 
 /// What one fetch needs.
 pub struct FetchRequest<'a> {
@@ -70,10 +73,28 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
         .apply(&mut headers)
         .await
         .map_err(|e| ScrapeError::new(Reason::Auth, e.to_string()))?;
+    if !req.keep_connection {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        if let Some(user_agent) = req.client.direct_user_agent()
+            && let Some(addr) = plain_http::direct_address(req.url)
+        {
+            match plain_http::send(addr, req.url, &headers, user_agent).await {
+                Outcome::Response(head, body) => {
+                    let answer = Answer {
+                        status: head.status,
+                        content_type: head.content_type,
+                        content_length: head.content_length,
+                    };
+                    return finish(req, answer, Source::Plain(body)).await;
+                }
+                Outcome::Failed(e) => return Err(e),
+                Outcome::Fallback => {}
+            }
+        }
+    }
     let client = if req.keep_connection {
         req.client.client()
     } else {
-        headers.insert(CONNECTION, HeaderValue::from_static("close"));
         req.client.one_shot()
     };
     let resp = client
@@ -82,25 +103,78 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
         .send()
         .await
         .map_err(|e| transport_error(&e, "request failed"))?;
-    let status = resp.status();
-    let content_type = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    if !status.is_success() {
+    let answer = Answer {
+        status: resp.status().as_u16(),
+        content_type: resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+        content_length: resp.content_length(),
+    };
+    finish(req, answer, Source::Reqwest(resp)).await
+}
+
+/// What the checks need of an answer's head.
+struct Answer {
+    status: u16,
+    content_type: Option<String>,
+    content_length: Option<u64>,
+}
+
+/// Where a body is read from.
+enum Source {
+    Reqwest(reqwest::Response),
+    Plain(plain_http::Body),
+}
+
+impl Source {
+    async fn chunk(&mut self) -> Result<Option<Chunk<'_>>, ScrapeError> {
+        match self {
+            Source::Reqwest(resp) => match resp.chunk().await {
+                Ok(c) => Ok(c.map(Chunk::Owned)),
+                Err(e) => Err(transport_error(&e, "reading the response body failed")),
+            },
+            Source::Plain(body) => Ok(body.chunk().await?.map(Chunk::Borrowed)),
+        }
+    }
+}
+
+enum Chunk<'a> {
+    Owned(Bytes),
+    Borrowed(&'a [u8]),
+}
+
+impl std::ops::Deref for Chunk<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Chunk::Owned(b) => b,
+            Chunk::Borrowed(s) => s,
+        }
+    }
+}
+
+/// Alloy's checks on the status, the declared length and the body.
+async fn finish(
+    req: &mut FetchRequest<'_>,
+    answer: Answer,
+    source: Source,
+) -> Result<Bytes, ScrapeError> {
+    let status = answer.status;
+    if !(200..300).contains(&status) {
         // Only the start of an error page is quoted; a broken body still reports the status.
-        let body = read_body(resp, ERROR_BODY_PREVIEW as u64, false, 0, None)
+        let body = read_body(source, ERROR_BODY_PREVIEW as u64, false, 0, None)
             .await
             .unwrap_or_default();
-        return Err(status_error(
-            status.as_u16(),
-            status.canonical_reason().unwrap_or(""),
-            &body,
-        ));
+        let reason = reqwest::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("");
+        return Err(status_error(status, reason, &body));
     }
     let limit = req.body_size_limit;
     if limit > 0
-        && let Some(len) = resp.content_length()
+        && let Some(len) = answer.content_length
         && len > limit
     {
         return Err(ScrapeError::new(
@@ -110,12 +184,12 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
             ),
         ));
     }
-    let hint = resp
-        .content_length()
+    let hint = answer
+        .content_length
         .map_or(req.size_hint, |l| usize::try_from(l).unwrap_or(usize::MAX));
     let memory = Some((&mut *req.memory, req.priority));
-    let body = read_body(resp, limit, true, hint, memory).await?;
-    validate_body(&body, content_type.as_deref())?;
+    let body = read_body(source, limit, true, hint, memory).await?;
+    validate_body(&body, answer.content_type.as_deref())?;
     Ok(body)
 }
 
@@ -125,7 +199,7 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
 /// With `memory`, the reservation follows the buffer's capacity: when the budget refuses to
 /// grow it, reading stops with [`Reason::MemoryBudget`].
 async fn read_body(
-    mut resp: reqwest::Response,
+    mut source: Source,
     limit: u64,
     strict: bool,
     hint: usize,
@@ -140,10 +214,8 @@ async fn read_body(
     let mut buf = BytesMut::with_capacity(cap.min(8 << 20));
     reserve_for(&mut memory, &buf)?;
     loop {
-        let chunk = match resp.chunk().await {
-            Ok(Some(c)) => c,
-            Ok(None) => return Ok(buf.freeze()),
-            Err(e) => return Err(transport_error(&e, "reading the response body failed")),
+        let Some(chunk) = source.chunk().await? else {
+            return Ok(buf.freeze());
         };
         let len = buf.len() as u64 + chunk.len() as u64;
         if limit > 0 && len > limit {
