@@ -43,6 +43,7 @@ pub struct HttpClient {
     /// The `User-Agent` reqwest sends, when requests go straight to their host (no proxy):
     /// what a caller speaking HTTP itself must send (see [`HttpClient::direct_user_agent`]).
     direct_user_agent: Option<HeaderValue>,
+    follow_redirects: bool,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -129,7 +130,7 @@ impl HttpClient {
         };
         let client = build(true)?;
         let one_shot = build(false)?;
-        let direct_user_agent = if proxies(&cfg.proxy)?.is_empty() {
+        let direct_user_agent = if plain_http_direct(&cfg.proxy, |name| std::env::var(name).ok()) {
             Some(
                 HeaderValue::from_str(user_agent)
                     .map_err(|e| HttpClientError::Build(e.to_string()))?,
@@ -175,6 +176,7 @@ impl HttpClient {
             headers,
             auth,
             direct_user_agent,
+            follow_redirects: cfg.follow_redirects,
         })
     }
 
@@ -198,6 +200,11 @@ impl HttpClient {
         self.direct_user_agent.as_ref()
     }
 
+    /// Whether redirects are followed (`follow_redirects`): a caller speaking HTTP itself
+    /// hands a 3xx to this client when they are.
+    pub fn follows_redirects(&self) -> bool {
+        self.follow_redirects
+    }
     /// Adds `http_headers` (replacing headers of the same name) and the auth header (unless
     /// `headers` already has an `Authorization`, as in Prometheus) to one request's headers.
     /// Secret files are read here, so a rotated token is used from the next request on.
@@ -279,6 +286,18 @@ pub(super) fn transport(
     Ok(builder)
 }
 
+/// Whether plain-HTTP requests go straight to their host: no `proxy_url`, and no `HTTP_PROXY`
+/// taken from the environment (`env` reads a variable).
+fn plain_http_direct(cfg: &ProxyConfig, env: impl Fn(&str) -> Option<String>) -> bool {
+    if !cfg.proxy_url.is_empty() {
+        return false;
+    }
+    !cfg.proxy_from_environment
+        || ["HTTP_PROXY", "http_proxy"]
+            .iter()
+            .all(|name| env(name).is_none_or(|v| v.is_empty()))
+}
+
 fn proxies(cfg: &ProxyConfig) -> Result<Vec<reqwest::Proxy>, HttpClientError> {
     let mut connect_headers = HeaderMap::new();
     for (name, values) in &cfg.proxy_connect_header {
@@ -350,6 +369,42 @@ fn sensitive_value(name: &str, value: &str) -> Result<HeaderValue, HttpClientErr
 mod tests {
     use super::*;
     use crate::httpclient::{Authorization, BasicAuth};
+
+    /// A proxy turns the hand-written plain-HTTP path off; the environment counts only when
+    /// `proxy_from_environment` asks for it, and only its HTTP proxy.
+    #[test]
+    fn direct_only_without_proxy() {
+        let direct = HttpClient::new(&HttpClientConfig::default(), "t/1").expect("client");
+        assert_eq!(
+            direct.direct_user_agent(),
+            Some(&HeaderValue::from_static("t/1"))
+        );
+        let mut cfg = HttpClientConfig::default();
+        cfg.proxy.proxy_url = "http://10.0.0.9:3128".into();
+        let proxied = HttpClient::new(&cfg, "t/1").expect("client");
+        assert_eq!(proxied.direct_user_agent(), None);
+
+        let table: &[(bool, &[(&str, &str)], bool)] = &[
+            (false, &[("HTTP_PROXY", "http://p:1")], true),
+            (true, &[], true),
+            (true, &[("HTTP_PROXY", "http://p:1")], false),
+            (true, &[("http_proxy", "http://p:1")], false),
+            (true, &[("HTTP_PROXY", "")], true),
+            (true, &[("HTTPS_PROXY", "http://p:1")], true),
+        ];
+        for (from_env, vars, want) in table {
+            let cfg = ProxyConfig {
+                proxy_from_environment: *from_env,
+                ..ProxyConfig::default()
+            };
+            let env = |name: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            };
+            assert_eq!(plain_http_direct(&cfg, env), *want, "{from_env} {vars:?}");
+        }
+    }
 
     fn auth_header(cfg: &HttpClientConfig, preset: Option<&str>) -> Option<String> {
         let rt = tokio::runtime::Builder::new_current_thread()

@@ -78,7 +78,8 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
         if let Some(user_agent) = req.client.direct_user_agent()
             && let Some(addr) = plain_http::direct_address(req.url)
         {
-            match plain_http::send(addr, req.url, &headers, user_agent).await {
+            let follow = req.client.follows_redirects();
+            match plain_http::send(addr, req.url, &headers, user_agent, follow).await {
                 Outcome::Response(head, body) => {
                     let answer = Answer {
                         status: head.status,
@@ -88,6 +89,7 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
                     return finish(req, answer, Source::Plain(body)).await;
                 }
                 Outcome::Failed(e) => return Err(e),
+                // A redirect, for reqwest to follow (it answers at once: no profile ran).
                 Outcome::Fallback => {}
             }
         }

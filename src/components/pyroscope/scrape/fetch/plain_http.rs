@@ -10,11 +10,14 @@
 //! channel and both buffers up front. Here the wait holds the socket alone: the request is
 //! written from a short-lived buffer, and a read buffer exists only once the socket is readable.
 //!
-//! It does only what a profile endpoint answers with: a status line, headers, and a body framed
-//! by `Content-Length`, `Transfer-Encoding: chunked` or the end of the connection. Anything else
-//! (a redirect, a 1xx, another transfer coding, conflicting lengths, a malformed head, a failed
-//! connect) is [`Outcome::Fallback`]: the caller repeats the request through reqwest, so that
-//! redirects, errors and their messages stay exactly reqwest's.
+//! It does only what a profile endpoint answers with: a status line (1xx heads skipped, as
+//! hyper does), headers, and a body framed by `Content-Length`, `Transfer-Encoding: chunked` or
+//! the end of the connection. Once the request has gone out it is never repeated (a CPU profile
+//! would run twice, and the repeat could meet "cpu profiling already in use" with the deadline
+//! spent): a malformed or oversized answer is an error worded as hyper words it. The one
+//! [`Outcome::Fallback`] is a 3xx when redirects are followed: the caller repeats the request
+//! through reqwest, which follows them (a redirect answers at once, so nothing long runs twice).
+//! A failed connect is reported as reqwest reports it, without a second attempt.
 
 use std::net::SocketAddr;
 
@@ -24,20 +27,25 @@ use tokio::net::TcpStream;
 
 use super::super::error::{Reason, ScrapeError};
 
-/// Headers larger than this are left to reqwest (hyper allows more).
+/// A head larger than this is an error (hyper's limit is larger; a profile endpoint's head is
+/// a few hundred bytes).
 const MAX_HEAD: usize = 64 << 10;
-/// Headers beyond this count are left to reqwest.
-const MAX_HEADERS: usize = 64;
+/// hyper's limit on a response's header count.
+const MAX_HEADERS: usize = 100;
 /// The read buffer, allocated once the answer starts arriving.
 const READ_BUF: usize = 16 << 10;
+/// A chunk-size line (with its extensions) longer than this is an error.
+const MAX_SIZE_LINE: usize = 16 << 10;
+/// Trailers larger than this in total are an error.
+const MAX_TRAILERS: usize = 64 << 10;
 
 /// The result of an attempt.
 pub enum Outcome {
     /// The answer's head; the body is read from [`Body`].
     Response(Head, Body),
-    /// An error that reqwest would also have met (the connection failed after it was open).
+    /// The exchange failed; worded as reqwest would have worded it.
     Failed(ScrapeError),
-    /// Not handled here: repeat the request through reqwest.
+    /// A redirect while redirects are followed: repeat the request through reqwest.
     Fallback,
 }
 
@@ -52,7 +60,8 @@ pub struct Head {
 /// The address of an `http://` URL whose host is an IP literal (a name would need reqwest's
 /// resolver and its Happy Eyeballs connect); `None` when this path does not apply.
 pub fn direct_address(url: &reqwest::Url) -> Option<SocketAddr> {
-    if url.scheme() != "http" {
+    // Credentials in the URL become an Authorization header in reqwest.
+    if url.scheme() != "http" || !url.username().is_empty() || url.password().is_some() {
         return None;
     }
     let host = url.host_str()?;
@@ -102,32 +111,41 @@ fn request_bytes(url: &reqwest::Url, headers: &HeaderMap, user_agent: &HeaderVal
     out
 }
 
-/// Sends the GET and reads the answer's head.
+/// Sends the GET and reads the answer's head. With `follow_redirects`, a 3xx is
+/// [`Outcome::Fallback`]; without, it is the answer.
 pub async fn send(
     addr: SocketAddr,
     url: &reqwest::Url,
     headers: &HeaderMap,
     user_agent: &HeaderValue,
+    follow_redirects: bool,
 ) -> Outcome {
-    let Ok(mut stream) = TcpStream::connect(addr).await else {
-        return Outcome::Fallback;
+    let mut stream = match TcpStream::connect(addr).await {
+        Ok(s) => s,
+        // reqwest's cause chain for the same failure (hyper-util's connector).
+        Err(e) => {
+            return Outcome::Failed(io_failed(
+                "request failed: client error (Connect): tcp connect error",
+                &e,
+            ));
+        }
     };
     // As reqwest's connector does.
     let _ = stream.set_nodelay(true);
     let request = request_bytes(url, headers, user_agent);
     if let Err(e) = stream.write_all(&request).await {
-        return Outcome::Failed(request_failed(&e.to_string()));
+        return Outcome::Failed(io_failed(SEND_IO, &e));
     }
     drop(request);
     // Wait with no buffer: a CPU scrape spends 14 s here.
     if let Err(e) = stream.readable().await {
-        return Outcome::Failed(request_failed(&e.to_string()));
+        return Outcome::Failed(io_failed(SEND_IO, &e));
     }
     let mut buf = Vec::with_capacity(READ_BUF);
     loop {
         if buf.len() == buf.capacity() {
             if buf.len() >= MAX_HEAD {
-                return Outcome::Fallback;
+                return Outcome::Failed(request_failed("message head is too large"));
             }
             buf.reserve(buf.len());
         }
@@ -138,33 +156,62 @@ pub async fn send(
                 ));
             }
             Ok(_) => {}
-            Err(e) => return Outcome::Failed(request_failed(&e.to_string())),
+            Err(e) => return Outcome::Failed(io_failed(SEND_IO, &e)),
         }
-        match parse_head(&buf) {
-            Parsed::Partial => continue,
-            Parsed::Fallback => return Outcome::Fallback,
-            Parsed::Complete(head, framing, len) => {
-                let body = Body {
-                    stream,
-                    buf,
-                    start: len,
-                    framing,
-                };
-                return Outcome::Response(head, body);
+        // Informational heads are skipped (hyper does the same); what follows is parsed anew.
+        loop {
+            match parse_head(&buf) {
+                Parsed::Partial => break,
+                Parsed::Informational(len) => {
+                    buf.drain(..len);
+                }
+                Parsed::Invalid(what) => return Outcome::Failed(request_failed(what)),
+                Parsed::Complete(head, framing, len) => {
+                    if follow_redirects && (300..400).contains(&head.status) {
+                        return Outcome::Fallback;
+                    }
+                    let body = Body {
+                        stream,
+                        buf,
+                        start: len,
+                        scanned: 0,
+                        trailers: 0,
+                        framing,
+                    };
+                    return Outcome::Response(head, body);
+                }
             }
         }
     }
 }
 
+/// hyper's text for an I/O failure while sending or awaiting the answer, after reqwest's.
+const SEND_IO: &str = "request failed: client error (SendRequest): connection error";
+
+/// A failure while sending or reading the head, worded as reqwest's cause chain words hyper's.
 fn request_failed(detail: &str) -> ScrapeError {
-    ScrapeError::new(Reason::Connection, format!("request failed: {detail}"))
+    ScrapeError::new(
+        Reason::Connection,
+        format!("request failed: client error (SendRequest): {detail}"),
+    )
 }
 
 fn body_failed(detail: &str) -> ScrapeError {
     ScrapeError::new(
         Reason::Connection,
-        format!("reading the response body failed: {detail}"),
+        format!("reading the response body failed: error reading a body from connection: {detail}"),
     )
+}
+
+/// An I/O error after `context`; a timed-out socket is a timeout, as reqwest's `is_timeout`
+/// says.
+fn io_failed(context: &str, e: &std::io::Error) -> ScrapeError {
+    let reason = if e.kind() == std::io::ErrorKind::TimedOut {
+        Reason::Timeout
+    } else {
+        Reason::Connection
+    };
+    ScrapeError::new(reason, format!("{context}: {e}"))
 }
 
 #[derive(Debug, PartialEq)]
@@ -189,7 +236,10 @@ enum ChunkState {
 
 enum Parsed {
     Partial,
-    Fallback,
+    /// A 1xx head of this many bytes, to skip.
+    Informational(usize),
+    /// hyper's text for what is wrong.
+    Invalid(&'static str),
     Complete(Head, Framing, usize),
 }
 
@@ -199,49 +249,66 @@ fn parse_head(buf: &[u8]) -> Parsed {
     let len = match resp.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Parsed::Partial,
-        Err(_) => return Parsed::Fallback,
+        Err(httparse::Error::Status) => return Parsed::Invalid("invalid HTTP status-code parsed"),
+        Err(httparse::Error::Version) => return Parsed::Invalid("invalid HTTP version parsed"),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Parsed::Invalid("message head is too large");
+        }
+        Err(_) => return Parsed::Invalid("invalid HTTP header parsed"),
     };
     let Some(status) = resp.code else {
-        return Parsed::Fallback;
+        return Parsed::Invalid("invalid HTTP status-code parsed");
     };
-    // 1xx and redirects are reqwest's to handle (it follows redirects when asked to).
-    if !(200..300).contains(&status) && !(400..600).contains(&status) {
-        return Parsed::Fallback;
+    match status {
+        // A protocol switch was not asked for.
+        101 => return Parsed::Invalid("received unexpected message from connection"),
+        100..=199 => return Parsed::Informational(len),
+        200..=999 => {}
+        _ => return Parsed::Invalid("invalid HTTP status-code parsed"),
     }
     let mut content_type = None;
     let mut content_length: Option<u64> = None;
-    let mut chunked = false;
+    // Whether the last transfer coding seen is chunked; None without Transfer-Encoding.
+    let mut chunked: Option<bool> = None;
     for h in resp.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-type") {
             if content_type.is_none() {
                 content_type = Some(String::from_utf8_lossy(h.value).into_owned());
             }
         } else if h.name.eq_ignore_ascii_case("content-length") {
-            let Some(n) = parse_length(h.value) else {
-                return Parsed::Fallback;
-            };
-            if content_length.is_some_and(|c| c != n) {
-                return Parsed::Fallback;
+            // hyper takes `3, 3` and repeated headers when every value agrees.
+            for v in h.value.split(|&b| b == b',') {
+                let Some(n) = parse_length(v) else {
+                    return Parsed::Invalid("invalid content-length parsed");
+                };
+                if content_length.is_some_and(|c| c != n) {
+                    return Parsed::Invalid("invalid content-length parsed");
+                }
+                content_length = Some(n);
             }
-            content_length = Some(n);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            if chunked || !h.value.trim_ascii().eq_ignore_ascii_case(b"chunked") {
-                return Parsed::Fallback;
+            if let Some(last) = h.value.split(|&b| b == b',').next_back() {
+                chunked = Some(last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
             }
-            chunked = true;
         }
     }
+    // As hyper: no body for 204 and 304 whatever the headers say; Transfer-Encoding wins
+    // over Content-Length; a coding other than chunked last runs to the end of the connection.
     let framing = match (chunked, content_length) {
-        (true, Some(_)) => return Parsed::Fallback,
-        (true, None) => Framing::Chunked(ChunkState::Size),
-        _ if status == 204 => Framing::Length(0),
-        (false, Some(n)) => Framing::Length(n),
-        (false, None) => Framing::UntilClose,
+        _ if status == 204 || status == 304 => Framing::Length(0),
+        (Some(true), _) => Framing::Chunked(ChunkState::Size),
+        (Some(false), _) => Framing::UntilClose,
+        (None, Some(n)) => Framing::Length(n),
+        (None, None) => Framing::UntilClose,
     };
     let head = Head {
         status,
         content_type,
-        content_length: if chunked { None } else { content_length },
+        content_length: if chunked.is_some() {
+            None
+        } else {
+            content_length
+        },
     };
     Parsed::Complete(head, framing, len)
 }
@@ -260,6 +327,11 @@ pub struct Body {
     /// Bytes read and not yet handed out are `buf[start..]`.
     buf: Vec<u8>,
     start: usize,
+    /// Bytes after `start` already searched for a line end, so that a line arriving a byte at
+    /// a time is scanned once.
+    scanned: usize,
+    /// Trailer bytes seen so far.
+    trailers: usize,
     framing: Framing,
 }
 
@@ -295,9 +367,7 @@ impl Body {
             self.start = 0;
         }
         if self.buf.len() == self.buf.capacity() {
-            if self.buf.len() >= MAX_HEAD {
-                return Err(body_failed("invalid chunk framing"));
-            }
+            // Only a line can fill the buffer, and `step` caps lines well below this.
             self.buf.reserve(READ_BUF);
         }
         match self.stream.read_buf(&mut self.buf).await {
@@ -310,7 +380,10 @@ impl Body {
                 }
             }
             Ok(_) => Ok(()),
-            Err(e) => Err(body_failed(&e.to_string())),
+            Err(e) => Err(io_failed(
+                "reading the response body failed: error reading a body from connection",
+                &e,
+            )),
         }
     }
 
@@ -345,10 +418,22 @@ impl Body {
                 Framing::Chunked(ChunkState::Done) => return Ok(None),
                 Framing::Chunked(state) => {
                     let rest = &self.buf[self.start..];
-                    let Some(end) = rest.windows(2).position(|w| w == b"\r\n") else {
+                    let Some(nl) = rest[self.scanned..].iter().position(|&b| b == b'\n') else {
+                        self.scanned = rest.len();
+                        let trailers = *state == ChunkState::Trailers;
+                        if trailers && self.trailers + rest.len() > MAX_TRAILERS {
+                            return Err(body_failed("chunk trailers bytes over limit"));
+                        }
+                        if !trailers && rest.len() > MAX_SIZE_LINE {
+                            return Err(body_failed("chunk size line is too large"));
+                        }
                         return Ok(None);
                     };
-                    let line = &rest[..end];
+                    let end = self.scanned + nl;
+                    self.scanned = 0;
+                    let Some(line) = rest[..end].strip_suffix(b"\r") else {
+                        return Err(body_failed("invalid chunk size line"));
+                    };
                     let next = match state {
                         ChunkState::Size => match chunk_size(line) {
                             Some(0) => ChunkState::Trailers,
@@ -360,10 +445,16 @@ impl Body {
                             return Err(body_failed("invalid chunk body CR LF"));
                         }
                         ChunkState::Trailers if line.is_empty() => ChunkState::Done,
-                        _ => ChunkState::Trailers,
+                        _ => {
+                            self.trailers += end + 1;
+                            if self.trailers > MAX_TRAILERS {
+                                return Err(body_failed("chunk trailers bytes over limit"));
+                            }
+                            ChunkState::Trailers
+                        }
                     };
                     *state = next;
-                    self.start += end + 2;
+                    self.start += end + 1;
                 }
             }
         }
@@ -384,102 +475,120 @@ mod tests {
     use super::*;
     use tokio::net::TcpListener;
 
-    /// (response head, handled, status, framing, content type)
-    type HeadCase = (
-        &'static [u8],
-        bool,
-        u16,
-        Option<Framing>,
-        Option<&'static str>,
-    );
+    /// What a head parses to.
+    #[derive(Debug, PartialEq)]
+    enum Want {
+        Ok(u16, Framing, Option<&'static str>),
+        Info,
+        Invalid(&'static str),
+    }
 
     #[test]
     fn heads() {
-        let cases: &[HeadCase] = &[
+        use Want::*;
+        let chunked = || Framing::Chunked(ChunkState::Size);
+        let cases: Vec<(&[u8], Want)> = vec![
             (
                 b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Type: a/b\r\n\r\n",
-                true,
-                200,
-                Some(Framing::Length(12)),
-                Some("a/b"),
+                Ok(200, Framing::Length(12), Some("a/b")),
             ),
             (
                 b"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n",
-                true,
-                200,
-                Some(Framing::Chunked(ChunkState::Size)),
-                None,
+                Ok(200, chunked(), None),
             ),
             (
                 b"HTTP/1.0 500 Oops\r\n\r\n",
-                true,
-                500,
-                Some(Framing::UntilClose),
-                None,
+                Ok(500, Framing::UntilClose, None),
             ),
             (
                 b"HTTP/1.1 204 No Content\r\n\r\n",
-                true,
-                204,
-                Some(Framing::Length(0)),
-                None,
+                Ok(204, Framing::Length(0), None),
+            ),
+            // hyper reads no body for 204 and 304, whatever the headers say.
+            (
+                b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n",
+                Ok(204, Framing::Length(0), None),
+            ),
+            (
+                b"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+                Ok(304, Framing::Length(0), None),
             ),
             (
                 b"HTTP/1.1 302 Found\r\nLocation: /x\r\n\r\n",
-                false,
-                0,
-                None,
-                None,
+                Ok(302, Framing::UntilClose, None),
             ),
-            (b"HTTP/1.1 100 Continue\r\n\r\n", false, 0, None, None),
+            (b"HTTP/1.1 100 Continue\r\n\r\n", Info),
+            (b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n", Info),
+            (
+                b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+                Invalid("received unexpected message from connection"),
+            ),
             (
                 b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-                false,
-                0,
-                None,
-                None,
+                Ok(200, chunked(), None),
             ),
             (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\n",
+                Ok(200, Framing::UntilClose, None),
+            ),
+            // Chunked wins over a length, as in hyper.
+            (
                 b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
-                false,
-                0,
-                None,
-                None,
+                Ok(200, chunked(), None),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\nContent-Length: 3\r\n\r\n",
+                Ok(200, Framing::Length(3), None),
             ),
             (
                 b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
-                false,
-                0,
-                None,
-                None,
+                Invalid("invalid content-length parsed"),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\n",
+                Invalid("invalid content-length parsed"),
             ),
             (
                 b"HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n",
-                false,
-                0,
-                None,
-                None,
+                Invalid("invalid content-length parsed"),
             ),
-            (b"HTTP/1.1 2000 OK\r\n\r\n", false, 0, None, None),
-            (b"garbage\r\n\r\n", false, 0, None, None),
+            (
+                b"HTTP/1.1 2000 OK\r\n\r\n",
+                Invalid("invalid HTTP status-code parsed"),
+            ),
+            (b"garbage\r\n\r\n", Invalid("invalid HTTP version parsed")),
         ];
-        for (raw, handled, status, framing, content_type) in cases {
+        for (raw, want) in cases {
             let name = String::from_utf8_lossy(raw);
-            match parse_head(raw) {
+            let got = match parse_head(raw) {
                 Parsed::Complete(head, f, len) => {
-                    assert!(handled, "{name}");
-                    assert_eq!(head.status, *status, "{name}");
-                    assert_eq!(Some(&f), framing.as_ref(), "{name}");
-                    assert_eq!(head.content_type.as_deref(), *content_type, "{name}");
                     assert_eq!(len, raw.len(), "{name}");
+                    Ok(head.status, f, head.content_type.map(|c| &*c.leak()))
                 }
-                Parsed::Fallback => assert!(!handled, "{name}"),
+                Parsed::Informational(len) => {
+                    assert_eq!(len, raw.len(), "{name}");
+                    Info
+                }
+                Parsed::Invalid(what) => Invalid(what),
                 Parsed::Partial => panic!("partial: {name}"),
-            }
+            };
+            assert_eq!(got, want, "{name}");
         }
         assert!(matches!(
             parse_head(b"HTTP/1.1 200 OK\r\nA: b\r\n"),
             Parsed::Partial
+        ));
+        // hyper's header count.
+        let mut many = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..100 {
+            many.extend_from_slice(format!("h{i}: v\r\n").as_bytes());
+        }
+        many.extend_from_slice(b"\r\n");
+        assert!(matches!(parse_head(&many), Parsed::Complete(..)));
+        many.splice(17..17, b"one-more: v\r\n".iter().copied());
+        assert!(matches!(
+            parse_head(&many),
+            Parsed::Invalid("message head is too large")
         ));
     }
 
@@ -528,10 +637,18 @@ mod tests {
     }
 
     async fn read_all(addr: SocketAddr, headers: &HeaderMap) -> Result<(Head, Vec<u8>), String> {
+        read_all_following(addr, headers, true).await
+    }
+
+    async fn read_all_following(
+        addr: SocketAddr,
+        headers: &HeaderMap,
+        follow: bool,
+    ) -> Result<(Head, Vec<u8>), String> {
         let url = reqwest::Url::parse(&format!("http://{addr}/debug/pprof/profile?seconds=1"))
             .expect("url");
         let ua = HeaderValue::from_static("test/1");
-        let (head, mut body) = match send(addr, &url, headers, &ua).await {
+        let (head, mut body) = match send(addr, &url, headers, &ua, follow).await {
             Outcome::Response(h, b) => (h, b),
             Outcome::Failed(e) => return Err(e.to_string()),
             Outcome::Fallback => return Err("fallback".into()),
@@ -598,9 +715,9 @@ mod tests {
         )
         .await;
         let err = read_all(addr, &headers).await.expect_err("short body");
-        assert!(
-            err.contains("end of file before message length reached"),
-            "{err}"
+        assert_eq!(
+            err,
+            "reading the response body failed: error reading a body from connection: end of file before message length reached"
         );
         let request = String::from_utf8(server.await.expect("server")).expect("ascii");
         let port = addr.port();
@@ -614,22 +731,123 @@ mod tests {
         ] {
             assert!(request.contains(line), "{line:?} in {request:?}");
         }
-        // Closed before the head: the message hyper gives.
+        // Closed before the head: the message reqwest gives.
         let (addr, server) = serve_once(b"HTTP/1.1 200".to_vec(), 100).await;
         let err = read_all(addr, &headers).await.expect_err("no head");
-        assert!(
-            err.contains("connection closed before message completed"),
-            "{err}"
+        assert_eq!(
+            err,
+            "request failed: client error (SendRequest): connection closed before message completed"
         );
         server.await.expect("server");
-        // Nobody listening: left to reqwest, for its error.
+    }
+
+    /// Nobody listening: one connect attempt, reported in reqwest's words.
+    #[tokio::test]
+    async fn refused_connect_reads_as_reqwests() {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         drop(listener);
-        assert_eq!(
-            read_all(addr, &headers).await.err().as_deref(),
-            Some("fallback")
-        );
+        let err = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client")
+            .get(format!("http://{addr}/"))
+            .send()
+            .await
+            .expect_err("refused");
+        let want = super::super::transport_error(&err, "request failed").to_string();
+        let got = read_all(addr, &HeaderMap::new())
+            .await
+            .expect_err("refused");
+        assert_eq!(got, want);
+    }
+
+    /// Once the request is out, nothing is left to reqwest but a redirect that is followed.
+    #[tokio::test]
+    async fn answered_requests_are_not_repeated() {
+        let cases: &[(&[u8], bool, Result<(u16, &[u8]), &str>)] = &[
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc",
+                true,
+                Err("request failed: client error (SendRequest): invalid content-length parsed"),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nBad Header\r\n\r\n",
+                true,
+                Err("request failed: client error (SendRequest): invalid HTTP header parsed"),
+            ),
+            (
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                true,
+                Ok((200, b"ok")),
+            ),
+            (
+                b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nno\r\n0\r\n\r\n",
+                true,
+                Ok((204, b"")),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 9\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+                true,
+                Ok((200, b"ok")),
+            ),
+            (b"HTTP/1.1 302 Found\r\nLocation: /b\r\n\r\n", true, Err("fallback")),
+            (
+                b"HTTP/1.1 302 Found\r\nLocation: /b\r\nContent-Length: 2\r\n\r\nmv",
+                false,
+                Ok((302, b"mv")),
+            ),
+        ];
+        for (response, follow, want) in cases {
+            for piece in [1, 1 << 20] {
+                let (addr, server) = serve_once(response.to_vec(), piece).await;
+                let got = read_all_following(addr, &HeaderMap::new(), *follow).await;
+                let got = got
+                    .as_ref()
+                    .map(|(h, b)| (h.status, b.as_slice()))
+                    .map_err(String::as_str);
+                assert_eq!(got, *want, "{piece}: {response:?}");
+                server.await.expect("server");
+            }
+        }
+    }
+
+    /// A hostile target dripping a chunk-size line or trailers without end is cut off.
+    #[tokio::test]
+    async fn endless_chunk_lines_fail() {
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let mut size_line = head.to_vec();
+        size_line.extend_from_slice(b"1;");
+        size_line.resize(size_line.len() + MAX_SIZE_LINE + 10, b'x');
+        let mut trailers = head.to_vec();
+        trailers.extend_from_slice(b"0\r\n");
+        while trailers.len() < head.len() + MAX_TRAILERS + 100 {
+            trailers.extend_from_slice(b"x-trailer: 0123456789\r\n");
+        }
+        trailers.extend_from_slice(b"\r\n");
+        let prefix = "reading the response body failed: error reading a body from connection: ";
+        for (response, want) in [
+            (size_line, "chunk size line is too large"),
+            (trailers, "chunk trailers bytes over limit"),
+        ] {
+            for piece in [7, 1 << 20] {
+                let (addr, server) = serve_once(response.clone(), piece).await;
+                let err = read_all(addr, &HeaderMap::new()).await.expect_err(want);
+                assert_eq!(err, format!("{prefix}{want}"), "{piece}");
+                let _ = server.await;
+            }
+        }
+    }
+
+    #[test]
+    fn timed_out_reads_are_timeouts() {
+        for (kind, reason) in [
+            (std::io::ErrorKind::TimedOut, Reason::Timeout),
+            (std::io::ErrorKind::ConnectionReset, Reason::Connection),
+        ] {
+            let e = io_failed(SEND_IO, &std::io::Error::from(kind));
+            assert_eq!(e.reason, reason, "{kind:?}");
+        }
     }
 
     #[test]
@@ -640,6 +858,10 @@ mod tests {
             ("http://[::1]:6060/x", Some("[::1]:6060")),
             ("https://10.0.0.1:6060/x", None),
             ("http://localhost:6060/x", None),
+            // reqwest turns URL credentials into an Authorization header.
+            ("http://u:p@10.0.0.1:6060/x", None),
+            ("http://u@10.0.0.1:6060/x", None),
+            ("http://:p@10.0.0.1:6060/x", None),
         ];
         for (url, want) in cases {
             let url = reqwest::Url::parse(url).expect("url");
