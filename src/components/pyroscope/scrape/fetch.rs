@@ -15,6 +15,8 @@ use crate::gocompat::time::format_go_duration;
 use crate::httpclient::HttpClient;
 
 mod plain_http;
+#[cfg(test)]
+mod tests;
 
 /// What one fetch needs.
 pub struct FetchRequest<'a> {
