@@ -384,7 +384,9 @@ mod tests {
         let proxied = HttpClient::new(&cfg, "t/1").expect("client");
         assert_eq!(proxied.direct_user_agent(), None);
 
-        let table: &[(bool, &[(&str, &str)], bool)] = &[
+        /// (proxy_from_environment, environment, direct)
+        type Case = (bool, &'static [(&'static str, &'static str)], bool);
+        let table: &[Case] = &[
             (false, &[("HTTP_PROXY", "http://p:1")], true),
             (true, &[], true),
             (true, &[("HTTP_PROXY", "http://p:1")], false),

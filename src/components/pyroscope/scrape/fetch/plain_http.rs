@@ -286,10 +286,10 @@ fn parse_head(buf: &[u8]) -> Parsed {
                 }
                 content_length = Some(n);
             }
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            if let Some(last) = h.value.split(|&b| b == b',').next_back() {
-                chunked = Some(last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
-            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding")
+            && let Some(last) = h.value.split(|&b| b == b',').next_back()
+        {
+            chunked = Some(last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
         }
     }
     // As hyper: no body for 204 and 304 whatever the headers say; Transfer-Encoding wins
@@ -765,7 +765,13 @@ mod tests {
     /// Once the request is out, nothing is left to reqwest but a redirect that is followed.
     #[tokio::test]
     async fn answered_requests_are_not_repeated() {
-        let cases: &[(&[u8], bool, Result<(u16, &[u8]), &str>)] = &[
+        /// (response, follow redirects, status and body or error text)
+        type Case = (
+            &'static [u8],
+            bool,
+            Result<(u16, &'static [u8]), &'static str>,
+        );
+        let cases: &[Case] = &[
             (
                 b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc",
                 true,
