@@ -229,23 +229,19 @@ impl LabelSet {
     /// Like [`set`](Self::set) with owned/shared parts: no allocation for the name when it is
     /// already present or `name` is a shared handle (a rule's fixed `target_label`).
     pub fn set_shared(&mut self, name: &LabelName, value: LabelValue) {
-        if value.is_empty() {
-            self.remove(name);
-            return;
-        }
-        match self.find(name) {
-            Ok(i) => {
-                if self.labels[i].1 != value {
-                    self.labels_mut()[i].1 = value;
-                }
-            }
-            Err(i) => self.labels_mut().insert(i, (name.clone(), value)),
-        }
+        self.set_value(name, value, || name.clone());
     }
 
     /// Like [`set_shared`](Self::set_shared) with a borrowed name, allocated only when the
     /// label is new; an unchanged value is left alone.
     pub fn set_shared_str(&mut self, name: &str, value: LabelValue) {
+        self.set_value(name, value, || intern::name(name));
+    }
+
+    /// Sets `name` to a shared `value`; `make_name` gives the name's handle, asked for only
+    /// when the label is new. An empty value removes the label, an unchanged one is left alone
+    /// (no copy of a shared set).
+    fn set_value(&mut self, name: &str, value: LabelValue, make_name: impl FnOnce() -> LabelName) {
         if value.is_empty() {
             self.remove(name);
             return;
@@ -256,7 +252,7 @@ impl LabelSet {
                     self.labels_mut()[i].1 = value;
                 }
             }
-            Err(i) => self.labels_mut().insert(i, (intern::name(name), value)),
+            Err(i) => self.labels_mut().insert(i, (make_name(), value)),
         }
     }
 
