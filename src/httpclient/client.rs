@@ -7,7 +7,7 @@ use base64::Engine as _;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 
 use super::oauth2::TokenSource;
-use super::{HttpClientConfig, ProxyConfig, TlsConfig, tls};
+use super::{HttpClientConfig, ProxyConfig, tls};
 use crate::syntax::types::SecretString;
 
 /// Why a client could not be built or a request not be authorised.
@@ -113,10 +113,12 @@ impl HttpClient {
     /// Builds the client. `user_agent` is sent on every request. Fails on unreadable or
     /// invalid TLS material, a bad proxy URL or header, or an unsupported oauth2 grant.
     pub fn new(cfg: &HttpClientConfig, user_agent: &str) -> Result<Self, HttpClientError> {
+        // Read and built once (CA and certificate files), shared by both clients.
+        let tls = tls::client_config(&cfg.tls_config, cfg.enable_http2)?;
         let build = |pooled: bool| -> Result<reqwest::Client, HttpClientError> {
             let mut builder = transport(
                 reqwest::Client::builder().user_agent(user_agent),
-                &cfg.tls_config,
+                tls.clone(),
                 &cfg.proxy,
                 cfg.enable_http2,
                 cfg.follow_redirects,
@@ -250,12 +252,11 @@ impl HttpClient {
 /// oauth2 token client, which has its own `tls_config` and proxy).
 pub(super) fn transport(
     builder: reqwest::ClientBuilder,
-    tls_cfg: &TlsConfig,
+    tls: rustls::ClientConfig,
     proxy: &ProxyConfig,
     http2: bool,
     follow_redirects: bool,
 ) -> Result<reqwest::ClientBuilder, HttpClientError> {
-    let tls = tls::client_config(tls_cfg, http2)?;
     let mut builder = builder
         .tls_backend_preconfigured(tls)
         .redirect(if follow_redirects {

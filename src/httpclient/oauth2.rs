@@ -47,15 +47,10 @@ impl TokenSource {
         let builder = reqwest::Client::builder()
             .user_agent(user_agent)
             .timeout(Duration::from_secs(30));
-        let client = transport(
-            builder,
-            &cfg.tls_config.clone().unwrap_or_default(),
-            &cfg.proxy(),
-            true,
-            true,
-        )?
-        .build()
-        .map_err(|e| HttpClientError::Build(e.to_string()))?;
+        let tls = super::tls::client_config(&cfg.tls_config.clone().unwrap_or_default(), true)?;
+        let client = transport(builder, tls, &cfg.proxy(), true, true)?
+            .build()
+            .map_err(|e| HttpClientError::Build(e.to_string()))?;
         Ok(TokenSource {
             client,
             cfg: cfg.clone(),

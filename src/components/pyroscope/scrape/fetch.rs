@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use reqwest::header::{CONNECTION, CONTENT_TYPE, HeaderMap, HeaderValue};
 
-use self::plain_http::Outcome;
+use self::plain_http::{Head, Outcome};
 use super::error::{Reason, ScrapeError};
 use super::validate::{ERROR_BODY_PREVIEW, status_error, validate_body};
 use crate::budget::{Priority, Reservation};
@@ -31,8 +31,6 @@ pub struct FetchRequest<'a> {
     pub body_size_limit: u64,
     /// Expected body size (the previous scrape's), to size the buffer once.
     pub size_hint: usize,
-    /// Whether the connection is kept for the next request (see [`keeps_connection`]).
-    pub keep_connection: bool,
 }
 
 /// Whether a scrape keeps its connection open for the next one.
@@ -51,7 +49,7 @@ pub struct FetchRequest<'a> {
 /// target, not us, holds the TIME_WAIT), and a target holds a descriptor only while a request is
 /// in flight. Over TLS a handshake per scrape costs more than the descriptor saves, so requests
 /// there keep their connections.
-pub fn keeps_connection(url: &reqwest::Url) -> bool {
+fn keeps_connection(url: &reqwest::Url) -> bool {
     url.scheme() != "http"
 }
 
@@ -75,7 +73,8 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
         .apply(&mut headers)
         .await
         .map_err(|e| ScrapeError::new(Reason::Auth, e.to_string()))?;
-    if !req.keep_connection {
+    let keep_connection = keeps_connection(req.url);
+    if !keep_connection {
         headers.insert(CONNECTION, HeaderValue::from_static("close"));
         if let Some(user_agent) = req.client.direct_user_agent()
             && let Some(addr) = plain_http::direct_address(req.url)
@@ -83,12 +82,7 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
             let follow = req.client.follows_redirects();
             match plain_http::send(addr, req.url, &headers, user_agent, follow).await {
                 Outcome::Response(head, body) => {
-                    let answer = Answer {
-                        status: head.status,
-                        content_type: head.content_type,
-                        content_length: head.content_length,
-                    };
-                    return finish(req, answer, Source::Plain(body)).await;
+                    return finish(req, head, Source::Plain(body)).await;
                 }
                 Outcome::Failed(e) => return Err(e),
                 // A redirect, for reqwest to follow (it answers at once: no profile ran).
@@ -96,7 +90,7 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
             }
         }
     }
-    let client = if req.keep_connection {
+    let client = if keep_connection {
         req.client.client()
     } else {
         req.client.one_shot()
@@ -107,7 +101,7 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
         .send()
         .await
         .map_err(|e| transport_error(&e, "request failed"))?;
-    let answer = Answer {
+    let answer = Head {
         status: resp.status().as_u16(),
         content_type: resp
             .headers()
@@ -116,13 +110,6 @@ async fn fetch_inner(req: &mut FetchRequest<'_>) -> Result<Bytes, ScrapeError> {
         content_length: resp.content_length(),
     };
     finish(req, answer, Source::Reqwest(resp)).await
-}
-
-/// What the checks need of an answer's head.
-struct Answer {
-    status: u16,
-    content_type: Option<String>,
-    content_length: Option<u64>,
 }
 
 /// Where a body is read from.
@@ -161,7 +148,7 @@ impl std::ops::Deref for Chunk<'_> {
 /// Alloy's checks on the status, the declared length and the body.
 async fn finish(
     req: &mut FetchRequest<'_>,
-    answer: Answer,
+    answer: Head,
     source: Source,
 ) -> Result<Bytes, ScrapeError> {
     let status = answer.status;

@@ -395,7 +395,6 @@ async fn scrape_once(
             timeout,
             body_size_limit: env.body_size_limit,
             size_hint: hints.body,
-            keep_connection: super::fetch::keeps_connection(&target.url),
         })
         .await?;
         hints.body = body.len();

@@ -98,11 +98,9 @@ fn request_bytes(url: &reqwest::Url, headers: &HeaderMap, user_agent: &HeaderVal
         line(b"user-agent", user_agent.as_bytes());
     }
     if !headers.contains_key(HOST) {
-        let host = url.host_str().unwrap_or_default();
-        match url.port() {
-            Some(port) => line(b"host", format!("{host}:{port}").as_bytes()),
-            None => line(b"host", host.as_bytes()),
-        }
+        // `host[:port]` as hyper writes it: the URL has no credentials on this path
+        // (`direct_address`), IPv6 hosts keep their brackets, and a default port is dropped.
+        line(b"host", url.authority().as_bytes());
     }
     for (name, value) in headers {
         line(name.as_str().as_bytes(), value.as_bytes());
@@ -187,6 +185,8 @@ pub async fn send(
 
 /// hyper's text for an I/O failure while sending or awaiting the answer, after reqwest's.
 const SEND_IO: &str = "request failed: client error (SendRequest): connection error";
+/// reqwest's words for a body whose connection broke.
+const BODY_IO: &str = "reading the response body failed: error reading a body from connection";
 
 /// A failure while sending or reading the head, worded as reqwest's cause chain words hyper's.
 fn request_failed(detail: &str) -> ScrapeError {
@@ -197,10 +197,7 @@ fn request_failed(detail: &str) -> ScrapeError {
 }
 
 fn body_failed(detail: &str) -> ScrapeError {
-    ScrapeError::new(
-        Reason::Connection,
-        format!("reading the response body failed: error reading a body from connection: {detail}"),
-    )
+    ScrapeError::new(Reason::Connection, format!("{BODY_IO}: {detail}"))
 }
 
 /// An I/O error after `context`; a timed-out socket is a timeout, as reqwest's `is_timeout`
@@ -380,10 +377,7 @@ impl Body {
                 }
             }
             Ok(_) => Ok(()),
-            Err(e) => Err(io_failed(
-                "reading the response body failed: error reading a body from connection",
-                &e,
-            )),
+            Err(e) => Err(io_failed(BODY_IO, &e)),
         }
     }
 

@@ -67,7 +67,6 @@ async fn get(cfg: &HttpClientConfig, url: &str, timeout: Duration) -> ScrapeErro
         timeout,
         body_size_limit: 0,
         size_hint: 0,
-        keep_connection: super::keeps_connection(&url),
     };
     fetch(&mut req).await.expect_err("no profile here")
 }
