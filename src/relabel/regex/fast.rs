@@ -129,8 +129,8 @@ impl Prefix {
             .is_some_and(|rest| self.part.covers(rest))
     }
 
-    /// The captured group and its byte range when `hay` matches (the range is the whole
-    /// input after the literal).
+    /// The capturing group the part after the literal belongs to, if any: on a match it
+    /// spans the whole input after the literal.
     pub(super) fn group(&self) -> Option<usize> {
         self.part.group
     }

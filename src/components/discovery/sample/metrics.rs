@@ -49,7 +49,8 @@ impl SampleMetrics {
 /// One instance's series, by group.
 pub(super) struct InstanceMetrics {
     all: Arc<SampleMetrics>,
-    component_id: String,
+    /// The component's labels, every series' first ones.
+    base: Labels,
     groups: HashSet<String>,
 }
 
@@ -57,25 +58,25 @@ impl InstanceMetrics {
     pub(super) fn new(all: Arc<SampleMetrics>, component_id: &str) -> Self {
         InstanceMetrics {
             all,
-            component_id: component_id.to_string(),
+            base: component_labels(component_id),
             groups: HashSet::new(),
         }
     }
 
     fn labels(&self, group: &str) -> Labels {
-        let mut l = component_labels(&self.component_id);
+        let mut l = self.base.clone();
         l.push(("group".to_string(), group.to_string()));
         l
     }
 
     /// Sets every present group's figures and removes the series of groups that are gone.
-    pub(super) fn set<'a>(&mut self, groups: impl IntoIterator<Item = (&'a str, usize, usize)>) {
+    pub(super) fn set(&mut self, groups: impl IntoIterator<Item = (String, usize, usize)>) {
         let mut now = HashSet::new();
         for (group, targets, kept) in groups {
-            let l = self.labels(group);
+            let l = self.labels(&group);
             self.all.targets.get_or_create(&l).set(as_i64(targets));
             self.all.kept.get_or_create(&l).set(as_i64(kept));
-            now.insert(group.to_string());
+            now.insert(group);
         }
         for gone in self.groups.difference(&now) {
             let l = self.labels(gone);
@@ -103,7 +104,10 @@ mod tests {
     fn series_per_group_and_removal() {
         let reg = MetricsRegistry::new();
         let mut m = InstanceMetrics::new(SampleMetrics::get(&reg), "discovery.sample.s");
-        m.set([("ns/ReplicaSet/a", 20, 3), ("ns/ReplicaSet/b", 2, 2)]);
+        m.set([
+            ("ns/ReplicaSet/a".to_string(), 20, 3),
+            ("ns/ReplicaSet/b".to_string(), 2, 2),
+        ]);
         let text = reg.encode().expect("encode");
         let cases = [
             "discovery_sample_targets{component_id=\"discovery.sample.s\",component_path=\"/\",group=\"ns/ReplicaSet/a\"} 20",
@@ -113,7 +117,7 @@ mod tests {
         for line in cases {
             assert!(text.contains(line), "{line} not in\n{text}");
         }
-        m.set([("ns/ReplicaSet/a", 40, 3)]);
+        m.set([("ns/ReplicaSet/a".to_string(), 40, 3)]);
         let text = reg.encode().expect("encode");
         assert!(!text.contains("ns/ReplicaSet/b"), "{text}");
         assert!(text.contains("group=\"ns/ReplicaSet/a\"} 40"), "{text}");

@@ -159,12 +159,17 @@ impl Sample {
             .collect();
         let mut present: HashMap<Values, BTreeSet<Key>> = HashMap::new();
         for (g, k) in &placed {
-            present.entry(g.clone()).or_default().insert(k.clone());
+            // A group's values are cloned once, when the group is first seen.
+            if let Some(keys) = present.get_mut(g) {
+                keys.insert(k.clone());
+            } else {
+                present.insert(g.clone(), BTreeSet::from([k.clone()]));
+            }
         }
         state.sampler.update(&present, &limit);
 
         let mut groups: BTreeMap<Values, GroupInfo> = present
-            .iter()
+            .into_iter()
             .map(|(g, keys)| {
                 let info = GroupInfo {
                     targets: 0,
@@ -172,7 +177,7 @@ impl Sample {
                     keys: keys.len(),
                     limit: limit.of(keys.len()),
                 };
-                (g.clone(), info)
+                (g, info)
             })
             .collect();
         let mut output = Vec::new();
@@ -186,13 +191,11 @@ impl Sample {
                 output.push(target::value(Arc::clone(&t.0)));
             }
         }
-        let names: Vec<(String, usize, usize)> = groups
-            .iter()
-            .map(|(g, i)| (join_values(g), i.targets, i.kept))
-            .collect();
-        state
-            .metrics
-            .set(names.iter().map(|(g, t, k)| (g.as_str(), *t, *k)));
+        state.metrics.set(
+            groups
+                .iter()
+                .map(|(g, i)| (join_values(g), i.targets, i.kept)),
+        );
         state.groups = groups;
         self.exports.publish(exports(output));
         Ok(())
