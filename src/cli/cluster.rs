@@ -35,12 +35,11 @@ pub(crate) struct ClusterArgs {
     kubernetes_port_name: String,
 }
 
+/// Alloy's default node name: the host name as Go reads it (the one behind
+/// `constants.hostname`).
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
+    Some(crate::syntax::stdlib::hostname())
         .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "scraper".to_string())
 }
 

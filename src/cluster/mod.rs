@@ -212,11 +212,7 @@ impl Cluster {
             .timeout(options.check_timeout)
             .connect_timeout(options.check_timeout)
             .no_proxy()
-            .user_agent(concat!(
-                "scraper/",
-                env!("CARGO_PKG_VERSION"),
-                " (cluster check)"
-            ))
+            .user_agent(format!("{} (cluster check)", crate::httpclient::USER_AGENT))
             .build()
             .map_err(|e| ClusterError::Client(e.to_string()))?;
         // `None` until the source has listed the candidates once.

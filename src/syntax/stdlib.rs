@@ -334,7 +334,9 @@ fn sys_env(args: Vec<Value>) -> Result<Value, FnError> {
     Ok(Value::String(v))
 }
 
-fn hostname() -> String {
+/// The host name as Go's `os.Hostname` gives it (`constants.hostname`; also the default
+/// cluster node name).
+pub(crate) fn hostname() -> String {
     // Go's os.Hostname reads this file first on Linux.
     if let Ok(s) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
         let s = s.trim();

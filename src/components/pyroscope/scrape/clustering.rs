@@ -239,25 +239,28 @@ impl Sharding {
             }
         };
         let membership = cluster.membership();
+        // A move is a change between two settled rings: the first settled ring of a starting
+        // instance moves nothing here (its targets are baselines anyway).
+        let changed_ring = self
+            .version
+            .is_some_and(|(v, settled)| settled && v != membership.version);
         let mut given = HashSet::with_capacity(targets.len());
         let mut owned = HashSet::new();
         let mut kept = Vec::new();
-        let mut keys = Vec::new();
+        // Targets given both times whose owner changed; new and gone targets are not moves.
+        let mut moved_in = Vec::new();
         for t in targets {
             let key = target_key_in(&mut self.key_buf, t.labels.0.iter());
             given.insert(key);
             if membership.owns(key) {
                 owned.insert(key);
                 kept.push(t.clone());
-                keys.push(key);
+                if changed_ring && self.given.contains(&key) && !self.owned.contains(&key) {
+                    moved_in.push(t.clone());
+                }
             }
         }
-        // A move is a change between two settled rings: the first settled ring of a starting
-        // instance moves nothing here (its targets are baselines anyway).
-        let changed_ring = self
-            .version
-            .is_some_and(|(v, settled)| settled && v != membership.version);
-        let previous_given = std::mem::replace(&mut self.given, given);
+        self.given = given;
         let previous_owned = std::mem::replace(&mut self.owned, owned);
         self.version = Some((membership.version, membership.settled));
         cluster.report_owned(&self.component, self.owned.len(), self.given.len());
@@ -266,13 +269,6 @@ impl Sharding {
             .get_or_create(&self.labels)
             .set(self.owned.len() as i64);
         if changed_ring {
-            // Targets given both times whose owner changed; new and gone targets are not moves.
-            let moved_in = kept
-                .iter()
-                .zip(&keys)
-                .filter(|(_, k)| previous_given.contains(k) && !previous_owned.contains(k))
-                .map(|(t, _)| t.clone())
-                .collect();
             let moved_out = previous_owned
                 .iter()
                 .filter(|k| self.given.contains(k) && !self.owned.contains(k))
