@@ -16,7 +16,7 @@ use scrape_support::{Scraper, metric};
 use support::profile_server::{ProfileServer, heap_versions};
 use support::pyroscope_receiver::PyroscopeReceiver;
 
-const TARGETS: usize = 200;
+const TARGETS: usize = 250;
 /// Distinct stacks per profile: ~7.7 MB of protobuf, ~4 MB gzipped.
 const STACKS: usize = 100_000;
 const BUDGET: u64 = 256 << 20;
