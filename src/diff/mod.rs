@@ -133,6 +133,10 @@ pub struct Report {
     pub tree: Tree,
     /// Rows the HTML report lists (from [`Options::top`]; 0 = all).
     pub top: usize,
+    /// The change of the whole profile's total, with its statistics (None as for rows).
+    pub total_stats: Option<Change>,
+    /// None when the windows carry no parts to test.
+    pub statistics: Option<Statistics>,
 }
 
 /// One function's normalised values (see [`Report::measure`]) in both windows.
@@ -148,6 +152,55 @@ pub struct Row {
     /// (after − before) / before × 100; None when before is 0.
     pub flat_change_pct: Option<f64>,
     pub cum_change_pct: Option<f64>,
+    /// The statistics of the flat and cum changes; None when the windows carry no parts to
+    /// test (a window given as one merged profile).
+    pub flat_stats: Option<Change>,
+    pub cum_stats: Option<Change>,
+}
+
+/// The statistical verdict on a change (docs/DIFF-STATISTICS.md says how it is reached).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The value grew, with confidence.
+    Increase,
+    /// The value shrank, with confidence.
+    Decrease,
+    /// Tested, and the change cannot be told from noise.
+    NoChange,
+    /// Too small a share of the total in both windows to be tested.
+    BelowNoiseFloor,
+}
+
+/// One change with its confidence interval. Values are normalised like the row's.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Change {
+    /// Estimated after − before (difference of the windows' means over their parts).
+    pub delta: f64,
+    /// Confidence interval of `delta` at [`Statistics::confidence`], (low, high).
+    pub interval: (f64, f64),
+    /// `delta` and its interval as a percentage of before; None when before is 0.
+    pub pct: Option<f64>,
+    pub pct_interval: Option<(f64, f64)>,
+    /// The test's p-value, after the correction for testing many functions.
+    pub p_value: f64,
+    pub verdict: Verdict,
+}
+
+/// How the statistics were computed, for the report's reader.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Statistics {
+    /// The test, e.g. "welch".
+    pub method: String,
+    /// E.g. 0.95.
+    pub confidence: f64,
+    /// Parts (profiles or time buckets) in each window that the test compared.
+    pub before_parts: usize,
+    pub after_parts: usize,
+    /// Functions below this share of the total (percent) in both windows are not tested.
+    pub noise_floor_pct: f64,
+    /// Functions tested.
+    pub tested: usize,
 }
 
 /// One window as compared.

@@ -39,6 +39,8 @@ pub(super) fn build(before: &Window, after: &Window, opts: &Options) -> Result<R
         after: after_summary,
         tree: acc.tree(),
         top: opts.top,
+        total_stats: None,
+        statistics: None,
     })
 }
 
@@ -311,6 +313,8 @@ impl Acc {
                     cum_after,
                     flat_change_pct: change_pct(flat_before, flat_after),
                     cum_change_pct: change_pct(cum_before, cum_after),
+                    flat_stats: None,
+                    cum_stats: None,
                 }
             })
             .collect();
