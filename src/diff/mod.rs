@@ -22,7 +22,12 @@
 //! * Frames are merged by function name, so a call path matches across windows even when the
 //!   binaries (and so addresses and ids) differ.
 
+pub mod fail_on;
+#[cfg(test)]
+mod fixture;
 mod html;
+mod json;
+mod markdown;
 mod model;
 mod svg;
 mod table;
@@ -33,6 +38,7 @@ mod window;
 
 use crate::pprof::proto::Profile;
 
+pub use json::SCHEMA_VERSION;
 pub use units::{Measure, format_change, format_rate, format_span, format_value, is_snapshot};
 pub use window::{seconds as window_seconds, side_labels, title};
 
@@ -276,5 +282,22 @@ impl Report {
     /// A static differential flame graph; each frame's `<title>` holds its values.
     pub fn render_svg(&self, title: &str) -> String {
         svg::render(self, title)
+    }
+
+    /// The JSON document of `--format json` (docs/diff-report.schema.json): the `top` rows
+    /// (0 = all) and the `--fail-on` results.
+    pub fn render_json(&self, title: &str, top: usize, fail_on: &fail_on::Evaluation) -> String {
+        json::render(self, title, top, fail_on)
+    }
+
+    /// GitHub-flavoured markdown for a pull-request comment: the `top` rows (0 = all) and the
+    /// `--fail-on` results.
+    pub fn render_markdown(
+        &self,
+        title: &str,
+        top: usize,
+        fail_on: &fail_on::Evaluation,
+    ) -> String {
+        markdown::render(self, title, top, fail_on)
     }
 }
