@@ -1,15 +1,16 @@
 //! `scraper diff QUERY --before FROM..TO --after FROM..TO` (or `--around-mark NAME --width
 //! 30m`): what changed between two windows, per function, normalised per scraped instance
 //! (per second, or averaged for heap-in-use and goroutine snapshots); a table on the terminal, and optionally an HTML report with a
-//! differential flame graph (`--html`) or an SVG (`--svg`).
+//! differential flame graph (`--html`) or an SVG (`--svg`); for pipelines, `--format json|markdown`
+//! and `--fail-on` with exit code 3 (`output`).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use clap::Args;
 
+use super::output::OutputArgs;
 use super::source::{QueryArgs, SourceArgs, fetch};
 use crate::diff::{Options, Window};
 use crate::query::source::{Merged, ProfileSource, Query};
@@ -36,20 +37,13 @@ pub(crate) struct DiffCmd {
     /// Width of each window around the mark.
     #[arg(long, default_value = "30m")]
     width: String,
-    /// Rows in the table.
-    #[arg(long, default_value_t = 20)]
-    top: usize,
-    /// Also write a self-contained HTML report here.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    /// Also write an SVG differential flame graph here.
-    #[arg(long, value_name = "FILE")]
-    svg: Option<PathBuf>,
+    #[command(flatten)]
+    output: OutputArgs,
     #[command(flatten)]
     source: SourceArgs,
 }
 
-type Range = (SystemTime, SystemTime);
+pub(crate) type Range = (SystemTime, SystemTime);
 
 /// The two windows to compare, and the mark they are around, if any.
 fn windows(
@@ -106,40 +100,36 @@ pub(crate) fn diff(args: DiffCmd) -> anyhow::Result<ExitCode> {
     let now = SystemTime::now();
     let source = args.source.open()?;
     let (before_range, after_range, mark) = windows(&args, source.as_ref(), now)?;
-    let q = args.query.build(before_range.0, before_range.1)?;
-    let before = fetch(
+    let (report, title) = compare(
         source.as_ref(),
-        &query_at(&q, before_range),
-        "the before window",
+        &args.query,
+        (before_range, after_range),
+        mark.as_deref(),
+        args.output.top,
     )?;
-    let after = fetch(
-        source.as_ref(),
-        &query_at(&q, after_range),
-        "the after window",
-    )?;
-    let (before_label, after_label) = crate::diff::side_labels(mark.as_deref());
+    super::output::emit(&report, &title, &args.output)
+}
+
+/// The report on two windows of `source` (`mark` names them) and its title; what `diff` and
+/// `window` share.
+pub(crate) fn compare(
+    source: &dyn ProfileSource,
+    query: &QueryArgs,
+    (before_range, after_range): (Range, Range),
+    mark: Option<&str>,
+    top: usize,
+) -> anyhow::Result<(crate::diff::Report, String)> {
+    let q = query.build(before_range.0, before_range.1)?;
+    let before = fetch(source, &query_at(&q, before_range), "the before window")?;
+    let after = fetch(source, &query_at(&q, after_range), "the after window")?;
+    let (before_label, after_label) = crate::diff::side_labels(mark);
     let before = window(before, before_range, &before_label);
     let after = window(after, after_range, &after_label);
     let opts = Options {
         sample_type: Some(q.profile_type.sample_type()),
-        top: args.top,
+        top,
     };
     let report = crate::diff::diff(&before, &after, &opts)?;
-    print!("{}", report.render_table(args.top, 120));
-    let title = crate::diff::title(
-        &q.profile_type.name,
-        &q.selector.to_string(),
-        mark.as_deref(),
-    );
-    if let Some(path) = &args.html {
-        std::fs::write(path, report.render_html(&title))
-            .with_context(|| format!("writing {}", path.display()))?;
-        println!("wrote {}", path.display());
-    }
-    if let Some(path) = &args.svg {
-        std::fs::write(path, report.render_svg(&title))
-            .with_context(|| format!("writing {}", path.display()))?;
-        println!("wrote {}", path.display());
-    }
-    Ok(ExitCode::SUCCESS)
+    let title = crate::diff::title(&q.profile_type.name, &q.selector.to_string(), mark);
+    Ok((report, title))
 }

@@ -1,5 +1,5 @@
-//! The command line: `scraper run | check | fmt | labels | series | query | pgo | diff | mark | pprof | relabel |
-//! discover | version`.
+//! The command line: `scraper run | check | fmt | labels | series | query | pgo | diff | window |
+//! mark | pprof | relabel | discover | version`.
 
 mod check;
 mod cluster;
@@ -8,6 +8,7 @@ mod discover;
 mod fmt;
 mod labels;
 mod mark;
+mod output;
 mod pgo;
 mod pprof;
 mod query;
@@ -15,6 +16,7 @@ mod relabel;
 mod run;
 mod source;
 mod watch;
+mod window;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,6 +65,9 @@ enum Command {
     Pgo(pgo::PgoCmd),
     /// Compare two windows (or the windows around a mark) per function.
     Diff(diff::DiffCmd),
+    /// Mark a change, wait for the window after it, report and exit with the verdict (for
+    /// pipelines: exit code 3 when a --fail-on condition held).
+    Window(window::WindowCmd),
     /// Record an event (e.g. an upgrade starting) in the running scraper's stores.
     Mark(mark::MarkCmd),
     /// Inspect, delta and merge pprof profiles.
@@ -167,6 +172,7 @@ pub fn main() -> ExitCode {
         Command::Query(args) => query::query(args),
         Command::Pgo(args) => pgo::pgo(args),
         Command::Diff(args) => diff::diff(args),
+        Command::Window(args) => window::window(args),
         Command::Mark(args) => mark::mark(args),
         Command::Pprof { command } => pprof::run(command),
         Command::Relabel(args) => relabel::relabel(args),

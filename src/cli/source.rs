@@ -23,21 +23,21 @@ pub(crate) struct SourceArgs {
     /// Directory of a pyroscope.store (the default is where `pyroscope.store "local"` writes
     /// under `scraper run`'s default --storage.path).
     #[arg(long, value_name = "DIR", default_value = DEFAULT_STORE, conflicts_with = "url")]
-    store: PathBuf,
+    pub(crate) store: PathBuf,
     /// Read from a Pyroscope backend's querier API instead of the local store.
     #[arg(long, value_name = "URL")]
-    url: Option<String>,
+    pub(crate) url: Option<String>,
     /// Tenant (X-Scope-OrgID) for --url.
     #[arg(long, value_name = "ID", requires = "url")]
-    tenant: Option<String>,
+    pub(crate) tenant: Option<String>,
     /// Basic auth user for --url (password from --password or $PYROSCOPE_PASSWORD).
     #[arg(long, value_name = "USER", requires = "url")]
-    username: Option<String>,
+    pub(crate) username: Option<String>,
     #[arg(long, value_name = "PASSWORD")]
-    password: Option<String>,
+    pub(crate) password: Option<String>,
     /// Bearer token for --url (default $PYROSCOPE_TOKEN).
     #[arg(long, value_name = "TOKEN")]
-    token: Option<String>,
+    pub(crate) token: Option<String>,
 }
 
 impl SourceArgs {

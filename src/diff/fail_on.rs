@@ -18,7 +18,7 @@ use super::{Change, Report, Verdict};
 use crate::relabel::GoRegex;
 
 /// One parsed `--fail-on` condition.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Condition {
     /// As the user wrote it, for reports.
     pub text: String,
@@ -27,10 +27,13 @@ pub struct Condition {
     threshold: f64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Subject {
     Total,
-    Functions { regex: GoRegex, values: Values },
+    Functions {
+        regex: std::sync::Arc<GoRegex>,
+        values: Values,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -195,10 +198,13 @@ impl Condition {
             }
             // Compiled alone first: its errors then name the user's pattern, and a pattern
             // that compiles alone has balanced parentheses, so wrapping it keeps its meaning.
-            GoRegex::new(pattern).map_err(|e| err(regex_col, e.to_string()))?;
+            GoRegex::new(pattern).map_err(|e| err(regex_col, regex_error(&e)))?;
             let regex = GoRegex::new(&format!(".*(?:{pattern}).*"))
                 .map_err(|e| err(regex_col, e.to_string()))?;
-            Subject::Functions { regex, values }
+            Subject::Functions {
+                regex: std::sync::Arc::new(regex),
+                values,
+            }
         } else {
             return Err(err(
                 1,
@@ -211,6 +217,17 @@ impl Condition {
             threshold,
         })
     }
+}
+
+/// Go's wording of a compile error, about the user's pattern rather than the anchored form the
+/// relabel engine compiles.
+fn regex_error(e: &crate::relabel::RegexError) -> String {
+    let expr = e
+        .expr
+        .strip_prefix("^(?s:")
+        .and_then(|x| x.strip_suffix(")$"))
+        .unwrap_or(&e.expr);
+    format!("error parsing regexp: {}: `{expr}`", e.code)
 }
 
 /// "5%", "2.5%": a finite, non-negative percentage.

@@ -14,7 +14,7 @@ fn parse_errors_point_at_the_problem() {
         ("totl>5%", 1, "unknown subject \"totl\""),
         ("func=~a>5%", 1, "unknown subject \"func\""),
         ("function=~>5%", 11, "expected a regex"),
-        ("function=~main.(beta>5%", 11, "missing closing )"),
+        ("function=~main.(beta>5%", 11, "missing closing ): `main.(beta`"),
         ("cum=~a)b>5%", 6, "unexpected )"),
         ("flat=~a**>5%", 7, "invalid nested repetition operator"),
     ];
