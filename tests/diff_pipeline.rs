@@ -109,7 +109,8 @@ async fn marks(addr: &str) -> Vec<Value> {
     let Ok(resp) = reqwest::get(&url).await else {
         return Vec::new();
     };
-    let body: Value = serde_json::from_str(&resp.text().await.unwrap_or_default()).unwrap_or_default();
+    let body: Value =
+        serde_json::from_str(&resp.text().await.unwrap_or_default()).unwrap_or_default();
     body["marks"].as_array().cloned().unwrap_or_default()
 }
 
@@ -121,14 +122,26 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
     // Usage errors are clap's exit code 2, before anything is recorded.
     for args in [
         &["window", "--mark", "x", "--fail-on", "total>5"][..],
-        &["window", "--mark", "x", "--fail-on", r"function=~main.(beta>5%"],
+        &[
+            "window",
+            "--mark",
+            "x",
+            "--fail-on",
+            r"function=~main.(beta>5%",
+        ],
         &["window"],
         &["diff", "--around-mark", "x", "--format", "yaml"],
     ] {
         let out = scraper(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
     }
-    let out = scraper(&["window", "--mark", "x", "--fail-on", r"function=~main.(beta>5%"]);
+    let out = scraper(&[
+        "window",
+        "--mark",
+        "x",
+        "--fail-on",
+        r"function=~main.(beta>5%",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("column 11: error parsing regexp: missing closing ): `main.(beta`"),
@@ -170,13 +183,16 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start scraper window");
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            marks(&s.addr).await.iter().any(|m| m["name"] == MARK)
-        })
-        .await,
-        "the mark was not recorded"
-    );
+    let marked = eventually(Duration::from_secs(30), || async {
+        marks(&s.addr).await.iter().any(|m| m["name"] == MARK)
+    })
+    .await;
+    if !marked {
+        let mut child = child;
+        let _ = child.kill();
+        let out = child.wait_with_output().expect("scraper window");
+        panic!("the mark was not recorded: {}", text(&out));
+    }
     let resp = reqwest::get(format!("http://{target}/work?fn=beta"))
         .await
         .expect("switch");
@@ -189,15 +205,25 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
     eprintln!("{shown}");
     assert_eq!(out.status.code(), Some(3), "{shown}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("mark \"switch to beta\" recorded at "), "{shown}");
-    // Not a terminal: plain progress lines, no carriage returns.
-    assert!(stderr.contains("after window [") && !stderr.contains('\r'), "{shown}");
     assert!(
-        stderr.contains(r"fail-on function=~^main\.beta>5%: HELD") && stderr.contains("main.betaWork"),
+        stderr.contains("mark \"switch to beta\" recorded at "),
+        "{shown}"
+    );
+    // Not a terminal: plain progress lines, no carriage returns.
+    assert!(
+        stderr.contains("after window [") && !stderr.contains('\r'),
+        "{shown}"
+    );
+    assert!(
+        stderr.contains(r"fail-on function=~^main\.beta>5%: HELD")
+            && stderr.contains("main.betaWork"),
         "{shown}"
     );
     let functions = markdown_functions(&String::from_utf8_lossy(&out.stdout));
-    assert!(functions.iter().any(|f| f == "main.betaWork"), "{functions:?}");
+    assert!(
+        functions.iter().any(|f| f == "main.betaWork"),
+        "{functions:?}"
+    );
     let doc = document(&std::fs::read_to_string(&json_file).expect("--json written"));
     assert_eq!(doc["exit_code"], 3);
     assert_eq!(doc["fail_on"]["held"], true);
@@ -211,7 +237,8 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
     assert!(!triggers.is_empty());
 
     // 2. The same mark again, from the store, with the after window over: no waiting.
-    // alpha shrank and the total is steady: exit 0.
+    // alpha shrank: exit 0. (The total is left a wide margin: on a loaded machine the program
+    // gets less CPU in one window than in the other.)
     let at = marks(&s.addr)
         .await
         .iter()
@@ -237,7 +264,7 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
         "--fail-on",
         r"function=~^main\.alpha>5%",
         "--fail-on",
-        "total>50%",
+        "total>400%",
         "--missing-statistics",
         "estimates",
         "--format",
@@ -246,18 +273,36 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
     let shown = text(&out);
     eprintln!("{shown}");
     assert_eq!(out.status.code(), Some(0), "{shown}");
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("waiting"), "{shown}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("waiting"),
+        "{shown}"
+    );
     let doc = document(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(doc["exit_code"], 0);
-    assert_eq!(doc["fail_on"]["basis"], if doc["statistics"].is_null() { "estimates" } else { "statistics" });
+    assert_eq!(
+        doc["fail_on"]["basis"],
+        if doc["statistics"].is_null() {
+            "estimates"
+        } else {
+            "statistics"
+        }
+    );
     let conditions = doc["fail_on"]["conditions"].as_array().expect("conditions");
     assert_eq!(conditions.len(), 2);
-    assert!(conditions.iter().all(|c| c["held"] == false), "{conditions:?}");
+    assert!(
+        conditions.iter().all(|c| c["held"] == false),
+        "{conditions:?}"
+    );
     let alpha = doc["rows"]
         .as_array()
         .and_then(|rows| rows.iter().find(|r| r["function"] == "main.alphaWork"))
         .expect("alpha's row");
-    assert!(alpha["cum"]["change_pct"].as_f64().is_some_and(|p| p < -50.0), "{alpha}");
+    assert!(
+        alpha["cum"]["change_pct"]
+            .as_f64()
+            .is_some_and(|p| p < -50.0),
+        "{alpha}"
+    );
 
     // 3. `scraper diff --format json` around the mark: the same document.
     let out = scraper(&[
@@ -274,7 +319,10 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let doc = document(&String::from_utf8_lossy(&out.stdout));
-    assert!(doc["title"].as_str().is_some_and(|t| t.contains(MARK)), "{doc}");
+    assert!(
+        doc["title"].as_str().is_some_and(|t| t.contains(MARK)),
+        "{doc}"
+    );
     assert_eq!(doc["fail_on"]["basis"], "not_evaluated");
 
     // 4. Errors are exit code 1: a mark that does not exist, and conditions that need
@@ -284,8 +332,16 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no mark named \"no such mark\""));
     if doc["statistics"].is_null() {
         let out = scraper(&[
-            "diff", SELECTOR, "--store", &store_arg, "--around-mark", MARK, "--width", "9s",
-            "--fail-on", "total>5%",
+            "diff",
+            SELECTOR,
+            "--store",
+            &store_arg,
+            "--around-mark",
+            MARK,
+            "--width",
+            "9s",
+            "--fail-on",
+            "total>5%",
         ]);
         assert_eq!(out.status.code(), Some(1), "{}", text(&out));
         assert!(

@@ -204,7 +204,11 @@ fn wait_until(at: SystemTime, end: SystemTime, settle: Duration) {
         std::thread::sleep(step.min(left));
     }
     if tty {
-        let _ = writeln!(err, "\r{}\x1b[K", progress_line(total, total, Duration::ZERO));
+        let _ = writeln!(
+            err,
+            "\r{}\x1b[K",
+            progress_line(total, total, Duration::ZERO)
+        );
     }
 }
 
@@ -235,11 +239,36 @@ mod tests {
     fn progress_lines() {
         let s = Duration::from_secs;
         for (passed, total, left, want) in [
-            (s(0), s(30), s(45), "after window [                              ] 0s of 30s, 45s left"),
-            (s(15), s(30), s(30), "after window [###############               ] 15s of 30s, 30s left"),
-            (s(30), s(30), s(0), "after window [##############################] 30s of 30s, 0s left"),
-            (s(90), s(1800), s(1725), "after window [##                            ] 1m30s of 30m, 28m45s left"),
-            (s(0), s(0), s(0), "after window [##############################] 0s of 0s, 0s left"),
+            (
+                s(0),
+                s(30),
+                s(45),
+                "after window [                              ] 0s of 30s, 45s left",
+            ),
+            (
+                s(15),
+                s(30),
+                s(30),
+                "after window [###############               ] 15s of 30s, 30s left",
+            ),
+            (
+                s(30),
+                s(30),
+                s(0),
+                "after window [##############################] 30s of 30s, 0s left",
+            ),
+            (
+                s(90),
+                s(1800),
+                s(1725),
+                "after window [##                            ] 1m30s of 30m, 28m45s left",
+            ),
+            (
+                s(0),
+                s(0),
+                s(0),
+                "after window [##############################] 0s of 0s, 0s left",
+            ),
         ] {
             assert_eq!(progress_line(passed, total, left), want);
         }

@@ -132,7 +132,10 @@ impl Trigger {
         };
         match (self.pct_interval, self.verdict) {
             (Some((lo, hi)), Some(v)) => {
-                format!("{pct} (interval {lo:+.1}% .. {hi:+.1}%, {})", verdict_name(v))
+                format!(
+                    "{pct} (interval {lo:+.1}% .. {hi:+.1}%, {})",
+                    verdict_name(v)
+                )
             }
             (None, Some(v)) => format!("{pct} ({})", verdict_name(v)),
             _ => format!("{pct} (point estimate, no statistics)"),
@@ -188,7 +191,9 @@ impl Condition {
                 _ => {
                     return Err(err(
                         1,
-                        format!("unknown subject {key:?}: expected total, function=~, flat=~ or cum=~"),
+                        format!(
+                            "unknown subject {key:?}: expected total, function=~, flat=~ or cum=~"
+                        ),
                     ));
                 }
             };
@@ -208,7 +213,9 @@ impl Condition {
         } else {
             return Err(err(
                 1,
-                format!("unknown subject {left:?}: expected total, function=~REGEX, flat=~REGEX or cum=~REGEX"),
+                format!(
+                    "unknown subject {left:?}: expected total, function=~REGEX, flat=~REGEX or cum=~REGEX"
+                ),
             ));
         };
         Ok(Condition {
@@ -295,11 +302,7 @@ fn triggers(report: &Report, c: &Condition, basis: Basis) -> Vec<Trigger> {
             out.extend(value.trigger(None, "total", c.threshold, basis));
         }
         Subject::Functions { regex, values } => {
-            for row in report
-                .rows
-                .iter()
-                .filter(|r| regex.is_match(&r.function))
-            {
+            for row in report.rows.iter().filter(|r| regex.is_match(&r.function)) {
                 let flat = Value {
                     before: row.flat_before,
                     after: row.flat_after,

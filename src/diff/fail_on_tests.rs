@@ -14,7 +14,11 @@ fn parse_errors_point_at_the_problem() {
         ("totl>5%", 1, "unknown subject \"totl\""),
         ("func=~a>5%", 1, "unknown subject \"func\""),
         ("function=~>5%", 11, "expected a regex"),
-        ("function=~main.(beta>5%", 11, "missing closing ): `main.(beta`"),
+        (
+            "function=~main.(beta>5%",
+            11,
+            "missing closing ): `main.(beta`",
+        ),
         ("cum=~a)b>5%", 6, "unexpected )"),
         ("flat=~a**>5%", 7, "invalid nested repetition operator"),
     ];
@@ -71,7 +75,10 @@ fn conditions_hold_on_confident_increases_above_the_threshold() {
         ("total>18%", &[]),
         ("total>20%", &[]),
         // New (0 before) with an increase verdict: above any threshold.
-        ("function=~^main\\.beta>1000%", &["main.beta:flat", "main.beta:cum"]),
+        (
+            "function=~^main\\.beta>1000%",
+            &["main.beta:flat", "main.beta:cum"],
+        ),
         // Unanchored, like Go's MatchString.
         ("function=~beta>5%", &["main.beta:flat", "main.beta:cum"]),
         ("function=~^beta>5%", &[]),
@@ -81,7 +88,10 @@ fn conditions_hold_on_confident_increases_above_the_threshold() {
         ("flat=~^main\\.main$>5%", &[]),
         ("cum=~^main\\.main$>5%", &["main.main:cum"]),
         // `|` in a name is just a character to the regex when escaped.
-        ("function=~gamma\\|pipe>40%", &["main.gamma|pipe:flat", "main.gamma|pipe:cum"]),
+        (
+            "function=~gamma\\|pipe>40%",
+            &["main.gamma|pipe:flat", "main.gamma|pipe:cum"],
+        ),
     ];
     for (text, want) in cases {
         assert_eq!(held(&r, text, s), want, "{text}");
@@ -96,7 +106,10 @@ fn no_change_verdicts_never_hold_whatever_the_estimate() {
     let mut r = fixture::report(true);
     // A +50 % estimate that the test could not tell from noise.
     for row in &mut r.rows {
-        for s in [&mut row.flat_stats, &mut row.cum_stats].into_iter().flatten() {
+        for s in [&mut row.flat_stats, &mut row.cum_stats]
+            .into_iter()
+            .flatten()
+        {
             s.verdict = Verdict::NoChange;
         }
     }
@@ -124,7 +137,10 @@ fn without_statistics_the_choice_is_explicit() {
     let e = MissingStatistics::Estimates;
     assert_eq!(held(&r, "total>19%", e), ["total:total"]);
     assert!(held(&r, "total>20%", e).is_empty());
-    assert_eq!(held(&r, "function=~beta>5%", e), ["main.beta:flat", "main.beta:cum"]);
+    assert_eq!(
+        held(&r, "function=~beta>5%", e),
+        ["main.beta:flat", "main.beta:cum"]
+    );
     assert!(held(&r, "function=~alpha>0%", e).is_empty());
     // Without conditions, a report without statistics is fine.
     assert!(evaluate(&r, &[], MissingStatistics::Error).is_ok());
@@ -135,7 +151,11 @@ fn triggers_read_well() {
     let r = fixture::report(true);
     let c = Condition::parse("function=~beta|gamma>5%").expect("parse");
     let e = evaluate(&r, &[c], MissingStatistics::Error).expect("evaluate");
-    let lines: Vec<String> = e.outcomes[0].triggers.iter().map(|t| t.to_string()).collect();
+    let lines: Vec<String> = e.outcomes[0]
+        .triggers
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
     assert_eq!(
         lines,
         [

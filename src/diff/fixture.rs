@@ -30,7 +30,8 @@ fn row(name: &str, flat: (f64, f64), cum: (f64, f64), stats: bool) -> Row {
             Verdict::NoChange
         }
     };
-    let stat = |v: (f64, f64)| stats.then(|| change(v.0, v.1 - v.0, 0.02 * v.0.max(1.0), verdict(v)));
+    let stat =
+        |v: (f64, f64)| stats.then(|| change(v.0, v.1 - v.0, 0.02 * v.0.max(1.0), verdict(v)));
     Row {
         function: name.to_string(),
         flat_before: flat.0,

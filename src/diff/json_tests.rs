@@ -36,7 +36,11 @@ fn document(stats: bool, conditions: &[&str], missing: MissingStatistics) -> Jso
 #[test]
 fn documents_follow_the_schema() {
     let cases = [
-        (true, vec!["total>5%", "function=~beta>10%", "cum=~alpha>0%"], MissingStatistics::Error),
+        (
+            true,
+            vec!["total>5%", "function=~beta>10%", "cum=~alpha>0%"],
+            MissingStatistics::Error,
+        ),
         (true, vec![], MissingStatistics::Error),
         (false, vec!["total>5%"], MissingStatistics::Estimates),
         (false, vec!["total>5%"], MissingStatistics::Skip),
@@ -52,7 +56,8 @@ fn documents_follow_the_schema() {
 fn the_schema_rejects_what_it_should() {
     // The validation can fail: each of these breaks one promise of the schema.
     let doc = document(true, &["total>5%"], MissingStatistics::Error);
-    let breakages: [(&str, fn(&mut Json)); 6] = [
+    type Breakage = (&'static str, fn(&mut Json));
+    let breakages: [Breakage; 6] = [
         ("unknown version", |d| d["schema_version"] = 2.into()),
         ("verdict spelling", |d| {
             d["rows"][0]["flat"]["stats"]["verdict"] = "Increase".into()
@@ -75,7 +80,11 @@ fn the_schema_rejects_what_it_should() {
 
 #[test]
 fn the_document_carries_the_report_and_the_verdict() {
-    let doc = document(true, &["total>5%", "function=~alpha>0%"], MissingStatistics::Error);
+    let doc = document(
+        true,
+        &["total>5%", "function=~alpha>0%"],
+        MissingStatistics::Error,
+    );
     assert_eq!(doc["schema_version"], 1);
     assert_eq!(doc["measure"], "per_second");
     assert_eq!(doc["functions"], 5);
@@ -84,7 +93,10 @@ fn the_document_carries_the_report_and_the_verdict() {
     assert_eq!(doc["rows"][1]["flat"]["change_pct"], Json::Null, "new");
     assert_eq!(doc["rows"][1]["flat"]["stats"]["verdict"], "increase");
     assert_eq!(doc["total"]["change_pct"], 20.0);
-    assert_eq!(doc["total"]["stats"]["pct_interval"], serde_json::json!([18.0, 22.0]));
+    assert_eq!(
+        doc["total"]["stats"]["pct_interval"],
+        serde_json::json!([18.0, 22.0])
+    );
     assert_eq!(doc["statistics"]["method"], "welch");
     assert_eq!(doc["fail_on"]["basis"], "statistics");
     assert_eq!(doc["fail_on"]["held"], true);
@@ -113,6 +125,9 @@ fn numbers_that_are_not_finite_are_null() {
     let e = evaluate(&r, &[], MissingStatistics::Error).expect("evaluate");
     let doc: Json = serde_json::from_str(&render(&r, "t", 0, &e)).expect("JSON");
     assert_eq!(doc["rows"][0]["flat"]["after"], Json::Null);
-    assert_eq!(doc["total"]["stats"]["interval"], serde_json::json!([null, 3.0]));
+    assert_eq!(
+        doc["total"]["stats"]["interval"],
+        serde_json::json!([null, 3.0])
+    );
     assert_eq!(errors(&doc), Vec::<String>::new());
 }

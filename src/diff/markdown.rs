@@ -30,11 +30,7 @@ fn text(s: &str) -> String {
 /// A function name as inline code, fenced with more backticks than it contains; in a table,
 /// `|` is escaped even there (GFM splits cells first).
 fn code(s: &str, in_table: bool) -> String {
-    let longest = s
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     // A name that starts or ends with a backtick needs a space inside the fence.
     let pad = if s.starts_with('`') || s.ends_with('`') {

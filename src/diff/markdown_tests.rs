@@ -22,7 +22,9 @@ fn tables(md: &str) -> Vec<Vec<Vec<String>>> {
                 }
             }
             Event::End(TagEnd::TableCell) => row.extend(cell.take()),
-            Event::End(TagEnd::TableHead | TagEnd::TableRow) => table.push(std::mem::take(&mut row)),
+            Event::End(TagEnd::TableHead | TagEnd::TableRow) => {
+                table.push(std::mem::take(&mut row))
+            }
             Event::End(TagEnd::Table) => tables.push(std::mem::take(&mut table)),
             _ => {}
         }
@@ -39,9 +41,8 @@ fn prose(md: &str) -> String {
             Event::Start(Tag::Table(_)) => in_table = true,
             Event::End(TagEnd::Table) => in_table = false,
             Event::Text(t) | Event::Code(t) if !in_table => out.push_str(&t),
-            Event::SoftBreak | Event::End(TagEnd::Item | TagEnd::Paragraph | TagEnd::Heading(_)) => {
-                out.push('\n')
-            }
+            Event::SoftBreak
+            | Event::End(TagEnd::Item | TagEnd::Paragraph | TagEnd::Heading(_)) => out.push('\n'),
             _ => {}
         }
     }
@@ -60,7 +61,12 @@ fn render_fixture(stats: bool, conditions: &[&str], top: usize) -> String {
         MissingStatistics::Estimates
     };
     let e = evaluate(&r, &conditions, missing).expect("evaluate");
-    render(&r, "process_cpu {service_name=~\"api.*\"} around \"v2\"", top, &e)
+    render(
+        &r,
+        "process_cpu {service_name=~\"api.*\"} around \"v2\"",
+        top,
+        &e,
+    )
 }
 
 #[test]
@@ -82,7 +88,10 @@ fn renders_as_tables_with_the_expected_rows_and_columns() {
     assert_eq!(f[0][0], "function");
     assert_eq!(f[0][8], "cum verdict");
     let names: Vec<&str> = f[1..].iter().map(|r| r[0].as_str()).collect();
-    assert_eq!(names, ["main.alpha", "main.beta", "main.gamma|pipe", "main.main"]);
+    assert_eq!(
+        names,
+        ["main.alpha", "main.beta", "main.gamma|pipe", "main.main"]
+    );
     let beta = &f[2];
     assert_eq!(beta[3], "new");
     assert_eq!(beta[4], "increase");
@@ -96,9 +105,15 @@ fn renders_as_tables_with_the_expected_rows_and_columns() {
         text.starts_with("process_cpu {service_name=~\"api.*\"} around \"v2\"\n"),
         "{text}"
     );
-    assert!(text.contains("Total: 100ns/s → 120ns/s, +20.0% (+18.0% .. +22.0%), increase"), "{text}");
+    assert!(
+        text.contains("Total: 100ns/s → 120ns/s, +20.0% (+18.0% .. +22.0%), increase"),
+        "{text}"
+    );
     assert!(text.contains("4 of 5 functions shown"), "{text}");
-    assert!(text.contains("Statistics: welch at 95% confidence"), "{text}");
+    assert!(
+        text.contains("Statistics: welch at 95% confidence"),
+        "{text}"
+    );
     assert!(
         text.contains("FAILED total>5%: total +20.0% (interval +18.0% .. +22.0%, increase)"),
         "{text}"
@@ -123,7 +138,12 @@ fn without_statistics_it_says_so() {
 
 #[test]
 fn awkward_names_stay_in_their_cell() {
-    for (name, _) in [("a`b", ()), ("`edge", ()), ("x|y|z", ()), ("under_score*star", ())] {
+    for (name, _) in [
+        ("a`b", ()),
+        ("`edge", ()),
+        ("x|y|z", ()),
+        ("under_score*star", ()),
+    ] {
         let mut r = fixture::report(true);
         r.rows[0].function = name.to_string();
         let e = evaluate(&r, &[], MissingStatistics::Error).expect("evaluate");
