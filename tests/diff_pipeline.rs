@@ -325,8 +325,29 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
     );
     assert_eq!(doc["fail_on"]["basis"], "not_evaluated");
 
-    // 4. Errors are exit code 1: a mark that does not exist, and conditions that need
+    // 4. Errors are exit code 1: a selector that matches nothing (found before any mark is
+    // recorded or any wait), a mark that does not exist, and conditions that need
     // statistics the report lacks (only while `diff` has none to give).
+    let out = scraper(&[
+        "window",
+        r#"{service_name="typo"}"#,
+        "--mark",
+        "never recorded",
+        "--server",
+        &s.addr,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no series match"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        marks(&s.addr)
+            .await
+            .iter()
+            .all(|m| m["name"] != "never recorded")
+    );
     let out = scraper(&["window", "--use-mark", "no such mark", "--server", &s.addr]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no mark named \"no such mark\""));

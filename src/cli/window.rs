@@ -80,10 +80,15 @@ pub(crate) fn window(args: WindowCmd) -> anyhow::Result<ExitCode> {
     if width.is_zero() {
         anyhow::bail!("--width must be longer than 0s");
     }
-    // Checked before the mark is recorded: a typo must not leave a stray mark behind.
-    args.query.build(UNIX_EPOCH, UNIX_EPOCH)?;
+    // Checked before the mark is recorded: a typo, or a selector that matches nothing, must
+    // not leave a stray mark behind, nor fail only after the whole after window.
+    let q = args.query.build(UNIX_EPOCH, UNIX_EPOCH)?;
+    let source = source(&args)?;
     let (name, at) = match (&args.mark, &args.use_mark) {
         (Some(name), _) => {
+            let now = SystemTime::now();
+            let before = (now.checked_sub(width).unwrap_or(UNIX_EPOCH), now);
+            before_window_has_series(source.as_ref(), &q.selector, before)?;
             let (at, stores) = super::mark::record(&args.server, name, None)?;
             eprintln!(
                 "mark {name:?} recorded at {} in {stores} store(s)",
@@ -91,9 +96,15 @@ pub(crate) fn window(args: WindowCmd) -> anyhow::Result<ExitCode> {
             );
             (name.clone(), at)
         }
-        (None, Some(name)) => (name.clone(), find_mark(&args, name)?.at),
+        (None, Some(name)) => {
+            let at = find_mark(&args, name)?.at;
+            let before = (at.checked_sub(width).unwrap_or(UNIX_EPOCH), at);
+            before_window_has_series(source.as_ref(), &q.selector, before)?;
+            (name.clone(), at)
+        }
         (None, None) => anyhow::bail!("give --mark NAME or --use-mark NAME"),
     };
+    let before = (at.checked_sub(width).unwrap_or(UNIX_EPOCH), at);
     let end = match &args.end {
         Some(end) => parse_time(end, SystemTime::now()).map_err(anyhow::Error::msg)?,
         None => at + width,
@@ -107,8 +118,6 @@ pub(crate) fn window(args: WindowCmd) -> anyhow::Result<ExitCode> {
     }
     wait_until(at, end, settle);
 
-    let source = source(&args)?;
-    let before = (at.checked_sub(width).unwrap_or(UNIX_EPOCH), at);
     let (report, title) = super::diff::compare(
         source.as_ref(),
         &args.query,
@@ -138,6 +147,26 @@ fn source(args: &WindowCmd) -> anyhow::Result<Box<dyn crate::query::source::Prof
         token: args.token.clone(),
     }
     .open()
+}
+
+/// Fails when nothing matches the selector just before the mark (for `--mark`: the window
+/// before now), so a mistyped selector is found before the wait.
+fn before_window_has_series(
+    source: &dyn crate::query::source::ProfileSource,
+    selector: &crate::query::selector::Selector,
+    (from, to): (SystemTime, SystemTime),
+) -> anyhow::Result<()> {
+    let series = source
+        .series(selector, from, to)
+        .context("listing the series of the before window")?;
+    if series.is_empty() {
+        anyhow::bail!(
+            "no series match {selector} in the before window ({} .. {}): nothing to compare (`scraper series` lists what there is)",
+            crate::gocompat::time::rfc3339_millis(from),
+            crate::gocompat::time::rfc3339_millis(to)
+        );
+    }
+    Ok(())
 }
 
 /// The latest mark named `name`, from --store or the running scraper.
