@@ -116,10 +116,7 @@ async fn marks(addr: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn window_marks_waits_and_exits_with_the_verdict() {
-    if !have_go() {
-        return;
-    }
-    // Usage errors are clap's exit code 2, before anything is recorded.
+    // Usage errors are clap's exit code 2, before anything is recorded (no Go needed).
     for args in [
         &["window", "--mark", "x", "--fail-on", "total>5"][..],
         &[
@@ -147,6 +144,10 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
         err.contains("column 11: error parsing regexp: missing closing ): `main.(beta`"),
         "{err}"
     );
+
+    if !have_go() {
+        return;
+    }
 
     let app = build_go("scrapeapp");
     let (_proc, target) = start_go(&app.bin, &["-duty", "0.3", "-fn", "alpha"]);
