@@ -25,15 +25,16 @@ use crate::query::source::{Merged, ProfileSource, Query, QueryError, select_requ
 pub(crate) struct PgoCmd {
     #[command(subcommand)]
     command: Option<PgoCommand>,
+    // Boxed: the arguments are many, and `Command`'s variants should stay alike in size.
     #[command(flatten)]
-    build: BuildArgs,
+    build: Box<BuildArgs>,
 }
 
 #[derive(Debug, Subcommand)]
 enum PgoCommand {
     /// Score how well a PGO profile covers a workload's current hot call edges (exit 3 below
     /// --min-score).
-    Check(super::pgo_check::CheckCmd),
+    Check(Box<super::pgo_check::CheckCmd>),
 }
 
 #[derive(Debug, Args)]
@@ -93,8 +94,8 @@ struct BuildArgs {
 
 pub(crate) fn pgo(args: PgoCmd) -> anyhow::Result<ExitCode> {
     match args.command {
-        Some(PgoCommand::Check(check)) => super::pgo_check::check(check),
-        None => build(args.build),
+        Some(PgoCommand::Check(check)) => super::pgo_check::check(*check),
+        None => build(*args.build),
     }
 }
 
@@ -278,6 +279,13 @@ fn one(
             t.edges_before,
             t.kept_share() * 100.0
         ));
+    }
+    if !assessment.start_lines && assessment.edge_weight > 0 {
+        // On stdout with the rest of the report: `-o /dev/stderr 2> default.pgo` (kubectl exec)
+        // must get the profile's bytes alone on stderr.
+        report.push_str(
+            "; warning: no function start lines (a program built with Go older than 1.20), `go build -pgo` refuses such a profile",
+        );
     }
     Ok(Built {
         path,

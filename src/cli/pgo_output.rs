@@ -106,7 +106,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let existing = dir.path().to_string_lossy().into_owned();
         let values = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let cases: Vec<(String, Vec<String>, Result<Vec<String>, &str>)> = vec![
+        /// `-o`, the values, and the paths or a part of the error.
+        type Case = (String, Vec<String>, Result<Vec<String>, &'static str>);
+        let cases: Vec<Case> = vec![
             (
                 "pgo/{value}/default.pgo".into(),
                 values(&["l1", "otel/x"]),

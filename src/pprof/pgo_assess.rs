@@ -23,8 +23,6 @@ pub enum Problem {
     NoSamples,
     /// Samples, but no call edge (every stack one frame deep): Go would ignore the profile.
     NoEdges,
-    /// No function has a start line: `go build` refuses such a profile.
-    NoStartLines,
     /// Less CPU than the threshold: too few samples to tell hot calls from chance.
     TooLittleCpu { cpu_nanos: i64, min_nanos: i64 },
     /// The budget cut away most of the call-edge weight.
@@ -49,10 +47,6 @@ impl std::fmt::Display for Problem {
             Problem::NoEdges => write!(
                 f,
                 "empty: no call edges (every stack is one frame deep), Go would ignore it"
-            ),
-            Problem::NoStartLines => write!(
-                f,
-                "unusable: no function start lines (profiled with Go older than 1.20?), `go build` would refuse it"
             ),
             Problem::TooLittleCpu {
                 cpu_nanos,
@@ -86,6 +80,10 @@ pub struct Assessment {
     pub edges: usize,
     pub hot_edges: usize,
     pub edge_weight: i64,
+    /// Whether some function has a start line. Go (1.21 to 1.23) refuses a profile without
+    /// any, but only a program built with Go older than 1.20 writes such profiles: that is a
+    /// warning here, not a refusal, and `go build` says the same.
+    pub start_lines: bool,
     pub problem: Option<Problem>,
 }
 
@@ -130,8 +128,6 @@ pub fn assess(p: &Profile, trim: Option<&TrimSummary>, t: &Thresholds) -> Result
         Some(Problem::NoSamples)
     } else if graph.total <= 0 {
         Some(Problem::NoEdges)
-    } else if !graph.has_start_lines {
-        Some(Problem::NoStartLines)
     } else if let Some(c) = cpu.filter(|c| *c < t.min_cpu_nanos) {
         Some(Problem::TooLittleCpu {
             cpu_nanos: c,
@@ -150,6 +146,7 @@ pub fn assess(p: &Profile, trim: Option<&TrimSummary>, t: &Thresholds) -> Result
         edges: graph.weights.len(),
         hot_edges: graph.hot(GO_HOT_CDF_PERCENT).len(),
         edge_weight: graph.total,
+        start_lines: graph.has_start_lines,
         problem,
     })
 }
@@ -217,10 +214,10 @@ mod tests {
                 Some(Problem::NoEdges),
             ),
             (
-                "no start lines",
-                no_start,
+                "no start lines: a warning only",
+                no_start.clone(),
                 None,
-                Some(Problem::NoStartLines),
+                None,
             ),
             (
                 "too little CPU",
@@ -247,6 +244,11 @@ mod tests {
                 None,
             ),
         ];
+        assert!(
+            !assess(&no_start, None, &thresholds())
+                .expect("assess")
+                .start_lines
+        );
         for (name, p, trim, want) in cases {
             let got = assess(&p, trim.as_ref(), &thresholds()).expect(name);
             assert_eq!(got.problem, want, "{name}");

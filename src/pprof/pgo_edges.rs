@@ -408,7 +408,9 @@ mod tests {
 
     #[test]
     fn hot_edges_are_the_cdf_prefix_including_the_crossing_edge() {
-        let cases: &[(&[(&str, i64)], f64, &[&str])] = &[
+        /// Edge weights by callee, the CDF threshold, and the hot callees.
+        type Case = (&'static [(&'static str, i64)], f64, &'static [&'static str]);
+        let cases: &[Case] = &[
             // 99 % of 1000 is 990: a+b+c = 995 crosses it, d is cold.
             (
                 &[("a", 900), ("b", 90), ("c", 5), ("d", 5)],

@@ -261,7 +261,9 @@ mod tests {
 
     #[test]
     fn ranges_are_cut_into_windows() {
-        let cases: &[(u64, u64, u64, &[(u64, u64)])] = &[
+        /// From, to, window length (seconds), and the windows.
+        type Case = (u64, u64, u64, &'static [(u64, u64)]);
+        let cases: &[Case] = &[
             (0, 900, 300, &[(0, 300), (300, 600), (600, 900)]),
             (0, 700, 300, &[(0, 300), (300, 600), (600, 700)]),
             (0, 100, 300, &[(0, 100)]),
