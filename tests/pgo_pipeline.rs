@@ -249,6 +249,33 @@ async fn split_profiles_score_their_own_workload_higher_and_go_builds_with_them(
     let hottest = &whole.by_weight()[0].0;
     assert!(kept.weights.contains_key(hottest), "{hottest} trimmed away");
 
+    // A size budget: the file fits, and still has the hottest edge.
+    let small = dir.path().join("small.pgo");
+    let run = scraper(&[
+        "pgo",
+        r#"{workload="l1"}"#,
+        "--store",
+        &store,
+        "--from",
+        "now-10m",
+        "--max-bytes",
+        "1KiB",
+        "--min-kept",
+        "0",
+        "--min-cpu",
+        "100ms",
+        "-o",
+        &small.to_string_lossy(),
+    ]);
+    assert_eq!(run.code, 0);
+    let size = std::fs::metadata(&small).expect("written").len();
+    assert!(size <= 1024, "{size} bytes");
+    let kept = EdgeGraph::from_profile(&decode(&small)).expect("edges");
+    assert!(
+        kept.weights.contains_key(hottest),
+        "{hottest} trimmed away in {kept:?}"
+    );
+
     // Empty: refused with exit 1 and nothing written, or, failing open, an empty profile.
     let empty = dir.path().join("empty.pgo");
     let nothing = [

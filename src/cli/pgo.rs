@@ -63,7 +63,12 @@ struct BuildArgs {
     #[arg(long, value_name = "N")]
     top_windows: Option<usize>,
     /// Length of the windows --top-windows ranks.
-    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "5m",
+        requires = "top_windows"
+    )]
     window: String,
     /// Write one profile per value of this label (one workload each).
     #[arg(long, value_name = "LABEL")]
