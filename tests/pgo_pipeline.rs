@@ -163,6 +163,16 @@ async fn split_profiles_score_their_own_workload_higher_and_go_builds_with_them(
             "{}: no edge from {hot}",
             p.display()
         );
+        // The call graph `check` and the budgets use is the one Go's compiler reads: Go's own
+        // `go tool preprofile` (1.23+) lists the same edges, weights and order.
+        if let Some(want) = go_preprofile(&go, p, dir.path()) {
+            let got: Vec<(String, String, i64, i64)> = graph
+                .by_weight()
+                .into_iter()
+                .map(|(e, w)| (e.caller, e.callee, e.offset, w))
+                .collect();
+            assert_eq!(got, want, "{}", p.display());
+        }
     }
 
     // Each profile covers its own workload fully (the same data, the same edges) and the other
@@ -311,6 +321,46 @@ async fn split_profiles_score_their_own_workload_higher_and_go_builds_with_them(
         go_build_with(&go, profile, dir.path());
     }
     eprintln!("done in {:?}", started.elapsed());
+}
+
+/// The edges `go tool preprofile` (Go 1.23 and newer) finds in `profile`, in its order:
+/// (caller, callee, call-site offset, weight). None for an older Go.
+fn go_preprofile(go: &Path, profile: &Path, dir: &Path) -> Option<Vec<(String, String, i64, i64)>> {
+    if support::go::go_minor(go).is_none_or(|minor| minor < 23) {
+        eprintln!("no `go tool preprofile` before Go 1.23: edges not compared with Go's");
+        return None;
+    }
+    let out_file = dir.join("preprofile.txt");
+    let out = Command::new(go)
+        .args(["tool", "preprofile", "-i"])
+        .arg(profile)
+        .arg("-o")
+        .arg(&out_file)
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .expect("run go tool preprofile");
+    assert!(
+        out.status.success(),
+        "go tool preprofile: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&out_file).expect("preprofile output");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("GO PREPROFILE V1"), "{text}");
+    let rest: Vec<&str> = lines.collect();
+    Some(
+        rest.chunks(3)
+            .map(|c| {
+                let (offset, weight) = c[2].split_once(' ').expect("offset weight");
+                (
+                    c[0].to_string(),
+                    c[1].to_string(),
+                    offset.parse().expect("offset"),
+                    weight.parse().expect("weight"),
+                )
+            })
+            .collect(),
+    )
 }
 
 /// `go build -pgo=PROFILE` of a small program; `go version -m` must name the profile.
