@@ -10,6 +10,8 @@ mod labels;
 mod mark;
 mod output;
 mod pgo;
+mod pgo_check;
+mod pgo_output;
 mod pprof;
 mod query;
 mod relabel;
@@ -61,7 +63,7 @@ enum Command {
     Series(labels::SeriesCmd),
     /// Merge the profiles of a time range (local store or a Pyroscope backend) into one pprof.
     Query(query::QueryCmd),
-    /// Write a window's CPU profiles as a Go PGO profile (default.pgo).
+    /// Write a range's CPU profiles as a Go PGO profile (default.pgo), or `pgo check` one.
     Pgo(pgo::PgoCmd),
     /// Compare two windows (or the windows around a mark) per function.
     Diff(diff::DiffCmd),

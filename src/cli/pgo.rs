@@ -1,21 +1,50 @@
-//! `scraper pgo QUERY --from --to -o default.pgo`: a window's CPU profiles merged and
-//! transformed for Go's profile-guided optimisation, the way `profilecli query go-pgo` does.
+//! `scraper pgo QUERY --from --to -o default.pgo`: a range's CPU profiles merged and
+//! transformed for Go's profile-guided optimisation, the way `profilecli query go-pgo` does;
+//! optionally only the busiest windows (`--top-windows`), one profile per workload
+//! (`--split-by`), trimmed to a budget (`--max-edges`, `--max-bytes`), and refused when empty or
+//! unrepresentative unless `--allow-empty` (docs/PGO.md). `scraper pgo check` is
+//! [`super::pgo_check`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
 
-use super::source::{QueryArgs, RangeArgs, SourceArgs, fetch, write_new};
+use super::pgo_output::{single_path, split_paths};
+use super::source::{Progress, QueryArgs, RangeArgs, SourceArgs};
 use crate::pprof::pgo::{PgoOptions, to_pgo};
+use crate::pprof::pgo_assess::{Problem, Thresholds, assess, empty_pgo};
+use crate::pprof::pgo_trim::{TrimSummary, trim_bytes, trim_edges};
+use crate::pprof::proto::Profile;
+use crate::query::pgo::{split_values, top_windows, with_label};
+use crate::query::source::{Merged, ProfileSource, Query, QueryError, select_required};
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct PgoCmd {
+    #[command(subcommand)]
+    command: Option<PgoCommand>,
+    // Boxed: the arguments are many, and `Command`'s variants should stay alike in size.
+    #[command(flatten)]
+    build: Box<BuildArgs>,
+}
+
+#[derive(Debug, Subcommand)]
+enum PgoCommand {
+    /// Score how well a PGO profile covers a workload's current hot call edges (exit 3 below
+    /// --min-score).
+    Check(Box<super::pgo_check::CheckCmd>),
+}
+
+#[derive(Debug, Args)]
+struct BuildArgs {
     #[command(flatten)]
     query: QueryArgs,
     #[command(flatten)]
     range: RangeArgs,
-    /// Where to write the profile (gzipped pprof).
+    /// Where to write the profile (gzipped pprof). With --split-by: a path containing
+    /// {value} (e.g. 'pgo/{value}/default.pgo') or a directory (DIR/<value>.pgo).
     #[arg(
         short = 'o',
         long = "output",
@@ -30,7 +59,38 @@ pub(crate) struct PgoCmd {
     /// --aggregate-callees).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     aggregate_callees: bool,
-    /// Overwrite the output file.
+    /// Merge only the N windows with the most CPU (per second) instead of the whole range.
+    #[arg(long, value_name = "N")]
+    top_windows: Option<usize>,
+    /// Length of the windows --top-windows ranks.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "5m",
+        requires = "top_windows"
+    )]
+    window: String,
+    /// Write one profile per value of this label (one workload each).
+    #[arg(long, value_name = "LABEL")]
+    split_by: Option<String>,
+    /// Keep at most this many call edges, the hottest (as Go ranks them).
+    #[arg(long, value_name = "N")]
+    max_edges: Option<usize>,
+    /// Keep as many of the hottest call edges as fit in this size, gzipped ("64KiB").
+    #[arg(long, value_name = "SIZE")]
+    max_bytes: Option<String>,
+    /// Refuse a profile with less CPU time than this (too few samples to tell hot calls from
+    /// chance).
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    min_cpu: String,
+    /// Refuse a trimmed profile that kept less than this percentage of the call-edge weight.
+    #[arg(long, value_name = "PERCENT", default_value_t = 50.0)]
+    min_kept: f64,
+    /// Fail open: write an empty profile (Go builds as without PGO) instead of failing when the
+    /// result is empty or unrepresentative, warn, and exit 0.
+    #[arg(long)]
+    allow_empty: bool,
+    /// Overwrite output files.
     #[arg(long)]
     force: bool,
     #[command(flatten)]
@@ -38,30 +98,258 @@ pub(crate) struct PgoCmd {
 }
 
 pub(crate) fn pgo(args: PgoCmd) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Some(PgoCommand::Check(check)) => super::pgo_check::check(*check),
+        None => build(*args.build),
+    }
+}
+
+/// One profile to write: its path, what it is, and what is wrong with it.
+struct Built {
+    path: PathBuf,
+    /// The query it was built from, for messages.
+    what: String,
+    profile: Profile,
+    report: String,
+    problem: Option<String>,
+}
+
+fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let q = args.range.query(&args.query)?;
     let source = args.source.open()?;
-    let merged = fetch(source.as_ref(), &q, "the window")?;
+    let thresholds = Thresholds {
+        min_cpu_nanos: i64::try_from(
+            crate::query::time::parse_span(&args.min_cpu)
+                .map_err(|e| anyhow::anyhow!("--min-cpu: {e}"))?
+                .as_nanos(),
+        )
+        .unwrap_or(i64::MAX),
+        min_kept_share: (args.min_kept / 100.0).clamp(0.0, 1.0),
+    };
+    let mut built = Vec::new();
+    match &args.split_by {
+        None => {
+            let path = single_path(&args.output).map_err(anyhow::Error::msg)?;
+            refuse_existing(&path, args.force)?;
+            built.push(one(&args, source.as_ref(), &q, path, &thresholds)?);
+        }
+        Some(label) => {
+            let split = split_values(source.as_ref(), &q, label)?;
+            if split.without > 0 {
+                eprintln!(
+                    "warning: {} series of {} have no {label} label and are in no profile",
+                    split.without, q.selector
+                );
+            }
+            if split.values.is_empty() {
+                let message = format!(
+                    "no {} series of {} have a {label} label in the range: no profile to write",
+                    q.profile_type.name, q.selector
+                );
+                if args.allow_empty {
+                    eprintln!("warning: {message} (--allow-empty: nothing written)");
+                    return Ok(ExitCode::SUCCESS);
+                }
+                anyhow::bail!(message);
+            }
+            let paths =
+                split_paths(&args.output, label, &split.values).map_err(anyhow::Error::msg)?;
+            for path in paths.values() {
+                refuse_existing(path, args.force)?;
+            }
+            for (value, path) in paths {
+                let narrowed = with_label(&q, label, &value)?;
+                built.push(one(&args, source.as_ref(), &narrowed, path, &thresholds)?);
+            }
+        }
+    }
+    let refused: Vec<&Built> = built.iter().filter(|b| b.problem.is_some()).collect();
+    if !refused.is_empty() && !args.allow_empty {
+        for b in &refused {
+            eprintln!("{}: {}", b.what, b.problem.as_deref().unwrap_or_default());
+        }
+        anyhow::bail!(
+            "no profile written: {} of {} {} empty or unrepresentative (--allow-empty writes an empty profile instead and exits 0)",
+            refused.len(),
+            built.len(),
+            if built.len() == 1 { "is" } else { "are" }
+        );
+    }
+    for b in &built {
+        let profile = match &b.problem {
+            Some(problem) => {
+                eprintln!(
+                    "warning: {}: {problem}; --allow-empty: wrote an empty profile (Go builds as without PGO)",
+                    b.what
+                );
+                empty_pgo()
+            }
+            None => b.profile.clone(),
+        };
+        write(&b.path, &profile, args.split_by.is_some())?;
+        if b.problem.is_none() {
+            println!("{}: {}", b.path.display(), b.report);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn refuse_existing(path: &std::path::Path, force: bool) -> anyhow::Result<()> {
+    if !force && path.exists() {
+        anyhow::bail!("{} exists (use --force to overwrite)", path.display());
+    }
+    Ok(())
+}
+
+fn write(path: &std::path::Path, profile: &Profile, make_dirs: bool) -> anyhow::Result<()> {
+    if make_dirs && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let bytes = crate::pprof::encode(profile, crate::pprof::DEFAULT_LEVEL);
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Fetches (the whole range or its top windows), transforms, trims and assesses one query.
+fn one(
+    args: &BuildArgs,
+    source: &dyn ProfileSource,
+    q: &Query,
+    path: PathBuf,
+    thresholds: &Thresholds,
+) -> anyhow::Result<Built> {
+    let what = format!("{} ({})", q.selector, path.display());
+    let (merged, mut report) = match fetch(args, source, q)? {
+        Ok(found) => found,
+        // Nothing matched: an empty result, which --allow-empty lets through.
+        Err(message) => {
+            return Ok(Built {
+                path,
+                what,
+                profile: empty_pgo(),
+                report: String::new(),
+                problem: Some(format!("empty: {message}")),
+            });
+        }
+    };
     let opts = PgoOptions {
         keep_locations: args.keep_locations,
         aggregate_callees: args.aggregate_callees,
     };
-    let (profile, summary) = to_pgo(&merged.profile, &opts)?;
-    let bytes = crate::pprof::encode(&profile, crate::pprof::DEFAULT_LEVEL);
-    write_new(&args.output, &bytes, args.force)?;
+    let (mut profile, summary) = to_pgo(&merged.profile, &opts)?;
+    let mut trimmed: Option<TrimSummary> = None;
+    if let Some(max) = args.max_edges {
+        let (p, t) = trim_edges(&profile, max)?;
+        profile = p;
+        trimmed = Some(t);
+    }
+    if let Some(size) = &args.max_bytes {
+        let max = crate::runtime::size::parse_size(size)
+            .map_err(|e| anyhow::anyhow!("--max-bytes: {e}"))?;
+        let (p, t) = trim_bytes(
+            &profile,
+            usize::try_from(max).unwrap_or(usize::MAX),
+            crate::pprof::DEFAULT_LEVEL,
+        )?;
+        profile = p;
+        // Both budgets: the share kept is of the weight before the first.
+        trimmed = Some(match trimmed {
+            Some(first) => TrimSummary {
+                edges_after: t.edges_after,
+                weight_after: t.weight_after,
+                ..first
+            },
+            None => t,
+        });
+    }
+    let assessment = assess(&profile, trimmed.as_ref(), thresholds)?;
     let coverage = if summary.input_total > 0 {
         100.0 * summary.total as f64 / summary.input_total as f64
     } else {
         0.0
     };
-    println!(
-        "{}: {} profiles from {} series; kept {} samples in {} functions, {}/{} = {coverage:.1}% of the window's total",
-        args.output.display(),
+    report.push_str(&format!(
+        "{} profiles from {} series; kept {} samples in {} functions, {}/{} = {coverage:.1}% of the total; {} call edges, {} hot",
         merged.profiles,
         merged.series,
-        summary.samples,
-        summary.functions,
+        profile.sample.len(),
+        profile.function.len(),
         summary.sample_type.0,
         summary.sample_type.1,
+        assessment.edges,
+        assessment.hot_edges,
+    ));
+    if let Some(t) = &trimmed {
+        report.push_str(&format!(
+            "; trimmed from {} edges, {:.1}% of the edge weight kept",
+            t.edges_before,
+            t.kept_share() * 100.0
+        ));
+    }
+    if !assessment.start_lines && assessment.edge_weight > 0 {
+        // On stdout with the rest of the report: `-o /dev/stderr 2> default.pgo` (kubectl exec)
+        // must get the profile's bytes alone on stderr.
+        report.push_str(
+            "; warning: no function start lines (a program built with Go older than 1.20), `go build -pgo` refuses such a profile",
+        );
+    }
+    Ok(Built {
+        path,
+        what,
+        profile,
+        report,
+        problem: assessment.problem.as_ref().map(Problem::to_string),
+    })
+}
+
+/// The merged profiles to transform and a description of what was chosen; `Err(message)`
+/// (inside `Ok`) when nothing matched, errors reading the source as errors.
+#[allow(clippy::type_complexity)]
+fn fetch(
+    args: &BuildArgs,
+    source: &dyn ProfileSource,
+    q: &Query,
+) -> anyhow::Result<Result<(Merged, String), String>> {
+    let what = format!("{}", q.selector);
+    let Some(n) = args.top_windows else {
+        let mut bar = Progress::new(&what);
+        let merged = select_required(source, q, "the range", &mut |d, t| bar.update(d, t));
+        bar.finish();
+        return match merged {
+            Ok(m) => Ok(Ok((m, String::new()))),
+            Err(QueryError::NoMatch(message)) => Ok(Err(message)),
+            Err(e) => Err(anyhow::Error::new(e).context(format!("querying {what}"))),
+        };
+    };
+    let len = crate::query::time::parse_span(&args.window)
+        .map_err(|e| anyhow::anyhow!("--window: {e}"))?;
+    let mut bar = Progress::counting(&what, "windows");
+    let top = top_windows(source, q, len, n, &mut |d, t| bar.update(d, t));
+    bar.finish();
+    let top = top.with_context(|| format!("querying {what}"))?;
+    let Some(top) = top else {
+        return Ok(Err(format!(
+            "no {} profiles with CPU match {what} in any window of the range",
+            q.profile_type.name
+        )));
+    };
+    let chosen: Vec<String> = top
+        .chosen
+        .iter()
+        .map(|w| {
+            format!(
+                "{} ({:.1}s CPU)",
+                crate::gocompat::time::rfc3339_millis(w.from),
+                w.total as f64 / 1e9
+            )
+        })
+        .collect();
+    let report = format!(
+        "the {} busiest of {} windows of {} with profiles ({} in the range): {}; ",
+        top.chosen.len(),
+        top.with_data,
+        args.window,
+        top.windows,
+        chosen.join(", ")
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(Ok((top.merged, report)))
 }

@@ -145,24 +145,31 @@ pub(crate) fn fetch(
 }
 
 /// A one-line progress bar on stderr, drawn only on a terminal and at most 10 times a second.
-struct Progress {
+pub(crate) struct Progress {
     what: String,
+    /// What is counted ("profiles", "windows").
+    unit: &'static str,
     tty: bool,
     last: Option<std::time::Instant>,
     drawn: bool,
 }
 
 impl Progress {
-    fn new(what: &str) -> Progress {
+    pub(crate) fn new(what: &str) -> Progress {
+        Progress::counting(what, "profiles")
+    }
+
+    pub(crate) fn counting(what: &str, unit: &'static str) -> Progress {
         Progress {
             what: what.to_string(),
+            unit,
             tty: std::io::stderr().is_terminal(),
             last: None,
             drawn: false,
         }
     }
 
-    fn update(&mut self, done: usize, total: usize) {
+    pub(crate) fn update(&mut self, done: usize, total: usize) {
         if !self.tty || total == 0 {
             return;
         }
@@ -179,16 +186,17 @@ impl Progress {
         let mut err = std::io::stderr();
         let _ = write!(
             err,
-            "\r{} [{}{}] {done}/{total} profiles",
+            "\r{} [{}{}] {done}/{total} {}",
             self.what,
             "#".repeat(filled),
-            " ".repeat(WIDTH - filled)
+            " ".repeat(WIDTH - filled),
+            self.unit
         );
         let _ = err.flush();
         self.drawn = true;
     }
 
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.drawn {
             eprintln!();
         }

@@ -10,7 +10,10 @@
 //! * [`info`]: a summary for `scraper pprof info`;
 //! * [`named`]: profiles whose frames are plain names (folded text, scraper's own tasks and
 //!   memory);
-//! * [`stacks`]: a profile's samples read straight from its bytes, for flame graphs and totals.
+//! * [`stacks`]: a profile's samples read straight from its bytes, for flame graphs and totals;
+//! * [`pgo`], [`pgo_edges`], [`pgo_trim`], [`pgo_assess`]: Go PGO profiles, the call graph
+//!   Go's compiler reads from them, trimming them to a budget of call edges, and whether one
+//!   is worth building with.
 //!
 //! Errors are [`PprofError`] values naming the problem; nothing here panics on input.
 
@@ -21,6 +24,9 @@ pub mod info;
 pub mod merge;
 pub mod named;
 pub mod pgo;
+pub mod pgo_assess;
+pub mod pgo_edges;
+pub mod pgo_trim;
 pub mod proto;
 #[doc(hidden)]
 pub mod reference;

@@ -7,6 +7,8 @@
 //! * [`catalog`]: what a source holds (label sets, values) and "did you mean" hints.
 //! * [`local`]: the source backed by a store directory.
 //! * [`remote`]: the source backed by `querier.v1.QuerierService`.
+//! * [`pgo`]: what `scraper pgo` reads: a range's busiest windows, and a label's values that
+//!   split a query into workloads.
 //! * [`tree`] and [`flamegraph`]: stacks by function name and Pyroscope's flame graph
 //!   encodings of them, for the querier `scraper run` serves.
 //! * [`stores`]: the stores open in the running scraper read as one, for its querier API and
@@ -17,6 +19,7 @@
 pub mod catalog;
 pub mod flamegraph;
 pub mod local;
+pub mod pgo;
 pub mod remote;
 pub mod selector;
 pub mod source;

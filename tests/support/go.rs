@@ -38,18 +38,37 @@ impl Require {
 
     /// Reports a missing tool: the test is skipped (the caller returns), or fails when required.
     pub fn missing(self, what: &str) {
-        let (set, install) = match self {
-            Require::Oracle => (
-                "SCRAPER_REQUIRE_ORACLE=1",
-                "golang-go golang-github-google-pprof-dev prometheus",
-            ),
-            Require::Go => ("SCRAPER_REQUIRE_GO is set", "golang-go prometheus"),
+        let install = match self {
+            Require::Oracle => "golang-go golang-github-google-pprof-dev prometheus",
+            Require::Go => "golang-go prometheus",
+        };
+        self.missing_from(what, &format!("Debian packages {install}"));
+    }
+
+    /// [`Require::missing`] for a tool that `install` (a sentence) provides.
+    pub fn missing_from(self, what: &str, install: &str) {
+        let set = match self {
+            Require::Oracle => "SCRAPER_REQUIRE_ORACLE=1",
+            Require::Go => "SCRAPER_REQUIRE_GO is set",
         };
         assert!(
             !self.is_set(),
-            "{set} but {what} (Debian packages {install}; .ci/run installs them)"
+            "{set} but {what} ({install}; .ci/run installs them)"
         );
-        eprintln!("skipped: {what} (Debian packages {install}; .ci/run installs them)");
+        eprintln!("skipped: {what} ({install}; .ci/run installs them)");
+    }
+
+    /// Go 1.21 or newer (the first with `go build -pgo`), the newest found by
+    /// [`find_pgo_go`]; reports it when there is none.
+    pub fn pgo_go(self) -> Option<PathBuf> {
+        let found = find_pgo_go();
+        if found.is_none() {
+            self.missing_from(
+                "no Go >= 1.21 for `go build -pgo` (Debian 12's golang-go is 1.19)",
+                "Debian package golang-1.23-go (or 1.21, 1.22) from bookworm-backports",
+            );
+        }
+        found.map(|(path, _)| path)
     }
 
     /// Whether `go` runs; reports it when not.
@@ -75,6 +94,43 @@ impl Require {
     }
 }
 
+/// The minor version of the Go toolchain at `go` (`23` for go1.23.5), if it runs.
+pub fn go_minor(go: &Path) -> Option<u32> {
+    let out = Command::new(go)
+        .arg("version")
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    // "go version go1.23.5 linux/amd64"
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let version = text.split_whitespace().nth(2)?.strip_prefix("go1.")?;
+    version
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The newest Go >= 1.21 installed, with its minor version: Debian's versioned packages
+/// (`/usr/lib/go-1.NN/bin/go`, from bookworm-backports on Debian 12), `go` on PATH, or
+/// `/usr/local/go/bin/go`.
+pub fn find_pgo_go() -> Option<(PathBuf, u32)> {
+    let mut candidates = vec![PathBuf::from("go"), PathBuf::from("/usr/local/go/bin/go")];
+    if let Ok(entries) = std::fs::read_dir("/usr/lib") {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with("go-1.") {
+                candidates.push(entry.path().join("bin/go"));
+            }
+        }
+    }
+    candidates
+        .into_iter()
+        .filter_map(|go| go_minor(&go).map(|minor| (go, minor)))
+        .filter(|(_, minor)| *minor >= 21)
+        .max_by_key(|(_, minor)| *minor)
+}
+
 /// Debian's Prometheus binary, if installed.
 pub fn find_prometheus() -> Option<PathBuf> {
     ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
@@ -86,8 +142,15 @@ pub fn find_prometheus() -> Option<PathBuf> {
 /// Builds `tests/go/<name>/main.go` into `bin` in GOPATH mode (no module proxy needed): imports
 /// resolve from the standard library and `gopath`.
 pub fn build(name: &str, bin: &Path, gopath: &Path) {
+    build_with(Path::new("go"), name, bin, gopath);
+}
+
+/// [`build`] with the Go toolchain at `go` (e.g. a newer one from [`find_pgo_go`]: programs
+/// built with Go >= 1.20 write the function start lines a PGO build needs).
+pub fn build_with(go: &Path, name: &str, bin: &Path, gopath: &Path) {
     let src = repo().join("tests/go").join(name).join("main.go");
-    let out = Command::new("go")
+    let out = Command::new(go)
+        .env("GOTOOLCHAIN", "local")
         .arg("build")
         .arg("-o")
         .arg(bin)
