@@ -97,6 +97,7 @@ fn window(
             .select_merge(&query(a, b, k == 0), &mut |_, _| {})
             .expect("query part")
         {
+            // SCRAPER_STATS_DEBUG=1 prints every part's CPU: where the noise comes from.
             if std::env::var_os("SCRAPER_STATS_DEBUG").is_some() {
                 let total: i64 = m.profile.sample.iter().map(|s| s.value[0]).sum();
                 eprintln!(
