@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use scraper::diff::{Options, Report, Window, diff};
+use scraper::diff::{Options, Parts, Report, StatsOptions, Window, diff_with_parts};
 use scraper::pprof::proto::{Function, Line, Location, Profile, Sample, ValueType};
 
 const TIMEOUT: Duration = Duration::from_secs(90);
@@ -80,7 +80,35 @@ fn report() -> Report {
         profiles: 1,
         label: "after: 13:00..13:01".into(),
     };
-    diff(&before, &after, &Options::default()).expect("diff")
+    // Six 10 s parts per window around those rates, for the statistics: both changes are
+    // significant, so their frames keep full colour and their tooltips carry the verdict.
+    let parts = |alpha: f64, beta: f64| -> Vec<Window> {
+        [-0.02, 0.01, 0.0, 0.02, -0.01, 0.005]
+            .iter()
+            .map(|wobble| Window {
+                profile: profile(&[
+                    ("main.alpha", (alpha * 10.0 * (1.0 + wobble)) as i64),
+                    ("main.beta", (beta * 10.0 * (1.0 - wobble)) as i64),
+                ]),
+                seconds: 10.0,
+                instances: 1,
+                profiles: 1,
+                label: String::new(),
+            })
+            .collect()
+    };
+    let parts = Parts {
+        before: parts(10e6, 1.667e6),
+        after: parts(3.333e6, 8.333e6),
+    };
+    diff_with_parts(
+        &before,
+        &after,
+        &parts,
+        &StatsOptions::default(),
+        &Options::default(),
+    )
+    .expect("diff")
 }
 
 fn chromium() -> Option<PathBuf> {
@@ -257,7 +285,8 @@ fn html_report_in_chromium() {
         "hovering the row never showed main.beta"
     );
     assert!(
-        attr(dom, "data-t-tip").is_some_and(|t| t.contains("+400.0%")),
+        attr(dom, "data-t-tip")
+            .is_some_and(|t| t.contains("+400.0%") && t.contains("verdict: ▲ up +")),
         "tooltip: {:?}",
         attr(dom, "data-t-tip")
     );

@@ -12,7 +12,7 @@ use clap::Args;
 
 use super::output::OutputArgs;
 use super::source::{QueryArgs, SourceArgs, fetch};
-use crate::diff::{Options, Window};
+use crate::diff::{Options, Parts, Report, StatsOptions, Window};
 use crate::query::source::{Merged, ProfileSource, Query};
 use crate::query::time::{parse_range, parse_span};
 
@@ -40,7 +40,41 @@ pub(crate) struct DiffCmd {
     #[command(flatten)]
     output: OutputArgs,
     #[command(flatten)]
+    stats: StatsArgs,
+    #[command(flatten)]
     source: SourceArgs,
+}
+
+/// How each window is cut into parts and the changes tested (docs/DIFF-STATISTICS.md); shared
+/// with `scraper window`.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct StatsArgs {
+    /// Time buckets each window is cut into for the statistics (at most one per scrape of an
+    /// instance); 0 or 1 = no statistics.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub(crate) parts: usize,
+    /// Confidence of the intervals, jointly over all functions tested.
+    #[arg(long, default_value_t = 0.95, value_parser = confidence)]
+    pub(crate) confidence: f64,
+    /// Functions below this share of the total (percent) in both windows are not tested.
+    #[arg(long, default_value_t = 1.0, value_name = "PCT", value_parser = noise_floor)]
+    pub(crate) noise_floor: f64,
+}
+
+fn confidence(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a confidence between 0 and 1 (e.g. 0.95)"
+        )),
+    }
+}
+
+fn noise_floor(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a percentage between 0 and 100")),
+    }
 }
 
 pub(crate) type Range = (SystemTime, SystemTime);
@@ -96,18 +130,115 @@ fn query_at(q: &Query, range: Range) -> Query {
     }
 }
 
-pub(crate) fn diff(args: DiffCmd) -> anyhow::Result<ExitCode> {
+/// The window `range` cut into time buckets, each merged on its own: the parts the statistics
+/// compare. `merged` is the whole window's answer: there are at most as many buckets as each
+/// instance has profiles, so a bucket is at least a scrape interval long and a profile ending
+/// in it started inside the window (which is why only the first bucket needs to leave out
+/// straddling profiles). A bucket without profiles is no part. Sources that do not count
+/// profiles (remote ones) get `parts` buckets.
+fn parts(
+    source: &dyn ProfileSource,
+    q: &Query,
+    range: Range,
+    merged: &Merged,
+    parts: usize,
+    label: &str,
+) -> anyhow::Result<Vec<Window>> {
+    let per_instance = if merged.profiles > 0 {
+        merged.profiles / merged.series.max(1)
+    } else {
+        parts
+    };
+    let n = parts.min(per_instance);
+    let length = range.1.duration_since(range.0).unwrap_or_default();
+    if n < 2 || length.is_zero() {
+        return Ok(Vec::new());
+    }
+    let step = length / n as u32;
+    let mut out = Vec::with_capacity(n);
+    for k in 0..n {
+        let from = range.0 + step * k as u32;
+        let to = if k + 1 == n { range.1 } else { from + step };
+        let query = Query {
+            from,
+            to,
+            exclude_straddling: k == 0,
+            ..q.clone()
+        };
+        let part = source
+            .select_merge(&query, &mut |_, _| {})
+            .with_context(|| format!("querying part {} of {label}", k + 1))?;
+        if let Some(m) = part {
+            out.push(window(m, (from, to), label));
+        }
+    }
+    Ok(out)
+}
+
+/// Both windows of `q` (its range is ignored), merged and in parts, compared: the report and
+/// its title. What `scraper diff` prints and `scraper window` decides on.
+pub(crate) fn report_for(
+    source: &dyn ProfileSource,
+    q: &Query,
+    (before_range, after_range): (Range, Range),
+    mark: Option<&str>,
+    top: usize,
+    stats: &StatsArgs,
+) -> anyhow::Result<(Report, String)> {
+    let (before_label, after_label) = crate::diff::side_labels(mark);
+    let mut sides = Vec::with_capacity(2);
+    for (range, what, label) in [
+        (before_range, "the before window", &before_label),
+        (after_range, "the after window", &after_label),
+    ] {
+        let merged = fetch(source, &query_at(q, range), what)?;
+        let cut = parts(source, q, range, &merged, stats.parts, label)?;
+        sides.push((window(merged, range, label), cut));
+    }
+    let (after, after_parts) = sides.pop().context("after window")?;
+    let (before, before_parts) = sides.pop().context("before window")?;
+    if before_parts.len() < 2 || after_parts.len() < 2 {
+        // Not an error: the table is still worth having, only without verdicts.
+        eprintln!(
+            "note: no statistics: the windows have {} and {} parts with profiles, at least 2 each are needed (--parts, or longer windows)",
+            before_parts.len(),
+            after_parts.len()
+        );
+    }
+    let opts = Options {
+        sample_type: Some(q.profile_type.sample_type()),
+        top,
+    };
+    let report = crate::diff::diff_with_parts(
+        &before,
+        &after,
+        &Parts {
+            before: before_parts,
+            after: after_parts,
+        },
+        &StatsOptions {
+            confidence: stats.confidence,
+            noise_floor_pct: stats.noise_floor,
+        },
+        &opts,
+    )?;
+    let title = crate::diff::title(&q.profile_type.name, &q.selector.to_string(), mark);
+    Ok((report, title))
+}
+
+/// The report `args` ask for, and its title.
+pub(crate) fn report(args: &DiffCmd) -> anyhow::Result<(Report, String)> {
     let now = SystemTime::now();
     let source = args.source.open()?;
-    let (before_range, after_range, mark) = windows(&args, source.as_ref(), now)?;
-    let (report, title) = compare(
+    let (before_range, after_range, mark) = windows(args, source.as_ref(), now)?;
+    compare(
         source.as_ref(),
         &args.query,
         (before_range, after_range),
         mark.as_deref(),
         args.output.top,
-    )?;
-    super::output::emit(&report, &title, &args.output)
+        &args.stats,
+    )
 }
 
 /// The report on two windows of `source` (`mark` names them) and its title; what `diff` and
@@ -115,21 +246,16 @@ pub(crate) fn diff(args: DiffCmd) -> anyhow::Result<ExitCode> {
 pub(crate) fn compare(
     source: &dyn ProfileSource,
     query: &QueryArgs,
-    (before_range, after_range): (Range, Range),
+    ranges: (Range, Range),
     mark: Option<&str>,
     top: usize,
-) -> anyhow::Result<(crate::diff::Report, String)> {
-    let q = query.build(before_range.0, before_range.1)?;
-    let before = fetch(source, &query_at(&q, before_range), "the before window")?;
-    let after = fetch(source, &query_at(&q, after_range), "the after window")?;
-    let (before_label, after_label) = crate::diff::side_labels(mark);
-    let before = window(before, before_range, &before_label);
-    let after = window(after, after_range, &after_label);
-    let opts = Options {
-        sample_type: Some(q.profile_type.sample_type()),
-        top,
-    };
-    let report = crate::diff::diff(&before, &after, &opts)?;
-    let title = crate::diff::title(&q.profile_type.name, &q.selector.to_string(), mark);
-    Ok((report, title))
+    stats: &StatsArgs,
+) -> anyhow::Result<(Report, String)> {
+    let q = query.build(ranges.0.0, ranges.0.1)?;
+    report_for(source, &q, ranges, mark, top, stats)
+}
+
+pub(crate) fn diff(args: DiffCmd) -> anyhow::Result<ExitCode> {
+    let (report, title) = report(&args)?;
+    super::output::emit(&report, &title, &args.output)
 }

@@ -72,6 +72,8 @@ pub(crate) struct WindowCmd {
     token: Option<String>,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    stats: super::diff::StatsArgs,
 }
 
 pub(crate) fn window(args: WindowCmd) -> anyhow::Result<ExitCode> {
@@ -124,6 +126,7 @@ pub(crate) fn window(args: WindowCmd) -> anyhow::Result<ExitCode> {
         (before, (at, end)),
         Some(&name),
         args.output.top,
+        &args.stats,
     )?;
     super::output::emit(&report, &title, &args.output)
 }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::units::{Measure, format_change, format_span, format_value};
-use super::{Node, Report, Row, Summary};
+use super::{Node, Report, Row, Summary, Verdict};
 use crate::html::escape as esc;
 
 const CSS: &str = include_str!("assets/diff.css");
@@ -30,6 +30,11 @@ struct Data<'a> {
     #[serde(rename = "perSecond")]
     per_second: bool,
     names: Vec<&'a str>,
+    /// Per name, the verdict on that function ("" = none); empty without statistics.
+    verdicts: Vec<String>,
+    /// The verdict on the total (the root frame), "" without statistics.
+    #[serde(rename = "totalVerdict")]
+    total_verdict: String,
     nodes: Columns,
 }
 
@@ -55,6 +60,9 @@ fn data_json(r: &Report) -> String {
     // Depth of a dropped node while its descendants (the nodes after it that are deeper) are
     // skipped too.
     let mut dropped: Option<usize> = None;
+    let sig = super::stats::Significance::of(r);
+    let mut verdicts: Vec<String> = Vec::new();
+    let mut total_verdict = String::new();
     for n in &r.tree.nodes {
         if dropped.is_some_and(|d| n.depth > d) {
             continue;
@@ -64,8 +72,18 @@ fn data_json(r: &Report) -> String {
             dropped = Some(n.depth);
             continue;
         }
+        if n.depth == 0 {
+            total_verdict = sig.text(n).to_string();
+        }
         let id = *ids.entry(n.name.as_str()).or_insert_with(|| {
             names.push(n.name.as_str());
+            if r.statistics.is_some() {
+                verdicts.push(if n.depth == 0 {
+                    String::new()
+                } else {
+                    sig.text(n).to_string()
+                });
+            }
             (names.len() - 1) as u32
         });
         cols.name.push(id);
@@ -74,12 +92,14 @@ fn data_json(r: &Report) -> String {
         cols.at.push(n.after);
         cols.sb.push(n.self_before);
         cols.sa.push(n.self_after);
-        cols.c.push(n.change());
+        cols.c.push(sig.intensity(n));
     }
     let data = Data {
         unit: &r.unit,
         per_second: r.measure == Measure::PerSecond,
         names,
+        verdicts,
+        total_verdict,
         nodes: cols,
     };
     // Only names and numbers: serialising cannot fail, and an empty tree draws an empty graph.
@@ -105,13 +125,18 @@ pub(super) fn render(r: &Report, title: &str) -> String {
         out,
         "<p class=\"legend\"><span class=\"sw grew\"></span>grew <span class=\"sw shrank\"></span>shrank \
 <span class=\"sw same\"></span>unchanged (&lt;1%) · colour intensity ∝ relative change of the frame's total \
-(saturating at ±100%) · width ∝ before + after · hover for values, click to zoom, Esc to reset</p>\n\
+(saturating at ±100%){} · width ∝ before + after · hover for values, click to zoom, Esc to reset</p>\n\
 </header>\n\
 <div class=\"controls\"><input id=\"search\" type=\"search\" placeholder=\"Search functions\" \
 aria-label=\"Search functions\" autocomplete=\"off\"><button id=\"reset\" type=\"button\">Reset zoom</button>\
 <span id=\"status\"></span></div>\n\
 <div id=\"flame\"><canvas id=\"flame-canvas\" role=\"img\" aria-label=\"Differential flame graph\"></canvas></div>\n\
-<div id=\"tip\" hidden></div>\n"
+<div id=\"tip\" hidden></div>\n",
+        if r.statistics.is_some() {
+            " · pale: not a significant change"
+        } else {
+            ""
+        }
     );
     rows(&mut out, r);
     let _ = write!(
@@ -139,6 +164,21 @@ fn summaries(out: &mut String, r: &Report) {
         esc(&r.unit),
         esc(r.measure.describe())
     );
+    if let (Some(st), Some(total)) = (&r.statistics, &r.total_stats) {
+        let _ = writeln!(
+            out,
+            "<p class=\"stats\">Total: <b>{}</b> · {} at {:.0}% confidence jointly over the {} functions \
+tested ({} vs {} parts; below {}% of the total a function is not tested) · \
+intervals are of after − before (docs/DIFF-STATISTICS.md)</p>",
+            esc(&super::table::describe(total)),
+            esc(&st.method),
+            st.confidence * 100.0,
+            st.tested,
+            st.before_parts,
+            st.after_parts,
+            st.noise_floor_pct
+        );
+    }
 }
 
 fn summary_row(out: &mut String, class: &str, s: &Summary, unit: &str, measure: Measure) {
@@ -170,21 +210,40 @@ fn rows(out: &mut String, r: &Report) {
         out,
         "<h2>Top functions <small>({shown} of {}, by change in flat value; click a row to find it)</small></h2>\n\
 <table class=\"rows\">\n<thead><tr><th>flat before</th><th>flat after</th><th>flat change</th>\
-<th>cum before</th><th>cum after</th><th>cum change</th><th class=\"fn\">function</th></tr></thead>\n<tbody>\n",
-        r.rows.len()
+<th>cum before</th><th>cum after</th><th>cum change</th>{}<th class=\"fn\">function</th></tr></thead>\n<tbody>\n",
+        r.rows.len(),
+        if r.statistics.is_some() {
+            "<th title=\"on the cum value; the interval is of the change in % of before\">verdict</th>"
+        } else {
+            ""
+        }
     );
+    let stats = r.statistics.is_some();
     for row in &r.rows[..shown] {
-        table_row(out, row, &r.unit, r.measure);
+        table_row(out, row, &r.unit, r.measure, stats);
     }
     out.push_str("</tbody>\n</table>\n");
 }
 
-fn table_row(out: &mut String, row: &Row, unit: &str, measure: Measure) {
+fn table_row(out: &mut String, row: &Row, unit: &str, measure: Measure, stats: bool) {
     let f = esc(&row.function);
+    let verdict = if stats {
+        let class = match row.cum_stats.as_ref().map(|c| c.verdict) {
+            Some(Verdict::Increase) => "v up",
+            Some(Verdict::Decrease) => "v down",
+            _ => "v",
+        };
+        format!(
+            "<td class=\"{class}\">{}</td>",
+            esc(&super::table::verdict_cell(row))
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
         "<tr data-fn=\"{f}\"><td class=\"n\">{}</td><td class=\"n\">{}</td>{}<td class=\"n\">{}</td>\
-<td class=\"n\">{}</td>{}<td class=\"fn\">{f}</td></tr>",
+<td class=\"n\">{}</td>{}{verdict}<td class=\"fn\">{f}</td></tr>",
         esc(&measure.format(row.flat_before, unit)),
         esc(&measure.format(row.flat_after, unit)),
         change_cell(row.flat_change_pct, row.flat_before, row.flat_after),

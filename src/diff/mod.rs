@@ -29,6 +29,8 @@ mod html;
 mod json;
 mod markdown;
 mod model;
+mod stats;
+mod stats_t;
 mod svg;
 mod table;
 #[cfg(test)]
@@ -73,6 +75,34 @@ impl Default for Options {
         Options {
             sample_type: None,
             top: 20,
+        }
+    }
+}
+
+/// Each window cut into parts (time buckets: see docs/DIFF-STATISTICS.md), each part a
+/// [`Window`] of its own (its merged profiles, seconds, instances, profiles), for the
+/// statistics: the spread of the parts' values is what tells a change from noise.
+#[derive(Clone, Debug, Default)]
+pub struct Parts {
+    pub before: Vec<Window>,
+    pub after: Vec<Window>,
+}
+
+/// How the statistics decide (docs/DIFF-STATISTICS.md).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StatsOptions {
+    /// Confidence of the intervals, jointly over the functions tested (e.g. 0.95).
+    pub confidence: f64,
+    /// Functions whose value is below this share (percent) of the total in both windows are not
+    /// tested (verdict [`Verdict::BelowNoiseFloor`]).
+    pub noise_floor_pct: f64,
+}
+
+impl Default for StatsOptions {
+    fn default() -> Self {
+        StatsOptions {
+            confidence: 0.95,
+            noise_floor_pct: 1.0,
         }
     }
 }
@@ -259,6 +289,20 @@ impl Node {
 /// Compares two windows; see the module docs for the semantics.
 pub fn diff(before: &Window, after: &Window, opts: &Options) -> Result<Report, DiffError> {
     model::build(before, after, opts)
+}
+
+/// [`diff`], plus the statistics of each change computed over the windows' parts: fills
+/// [`Row::flat_stats`], [`Row::cum_stats`], [`Report::total_stats`] and
+/// [`Report::statistics`] (left None when either window has fewer than two parts, or when the
+/// values are sums of snapshots that cannot be averaged, [`Measure::SumPerInstance`]).
+pub fn diff_with_parts(
+    before: &Window,
+    after: &Window,
+    parts: &Parts,
+    stats: &StatsOptions,
+    opts: &Options,
+) -> Result<Report, DiffError> {
+    model::build_with_parts(before, after, Some((parts, stats)), opts)
 }
 
 impl Report {

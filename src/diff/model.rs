@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use super::units::Measure;
-use super::{DiffError, Node, Options, Report, Row, Side, Summary, Tree, Window};
+use super::{
+    DiffError, Node, Options, Parts, Report, Row, Side, StatsOptions, Summary, Tree, Window,
+};
 use crate::pprof::proto::Profile;
 
 /// Below this relative change a frame counts as unchanged: rates computed from windows of
@@ -15,6 +17,16 @@ const BEFORE: usize = 0;
 const AFTER: usize = 1;
 
 pub(super) fn build(before: &Window, after: &Window, opts: &Options) -> Result<Report, DiffError> {
+    build_with_parts(before, after, None, opts)
+}
+
+/// [`build`], then the statistics over the windows' parts when there are any.
+pub(super) fn build_with_parts(
+    before: &Window,
+    after: &Window,
+    parts: Option<(&Parts, &StatsOptions)>,
+    opts: &Options,
+) -> Result<Report, DiffError> {
     let want = opts.sample_type.as_ref();
     let (bi, bty, bunit) = select(&before.profile, Side::Before, want)?;
     let (ai, aty, aunit) = select(&after.profile, Side::After, want)?;
@@ -30,7 +42,7 @@ pub(super) fn build(before: &Window, after: &Window, opts: &Options) -> Result<R
     let mut acc = Acc::default();
     let before_summary = acc.add(before, Side::Before, bi, measure)?;
     let after_summary = acc.add(after, Side::After, ai, measure)?;
-    Ok(Report {
+    let mut report = Report {
         rows: acc.rows(),
         measure,
         unit: bunit.to_string(),
@@ -41,6 +53,52 @@ pub(super) fn build(before: &Window, after: &Window, opts: &Options) -> Result<R
         top: opts.top,
         total_stats: None,
         statistics: None,
+    };
+    if let Some((parts, stats)) = parts {
+        let want = (bty.to_string(), bunit.to_string());
+        let values = |windows: &[Window], side: Side| -> Result<Vec<PartValues>, DiffError> {
+            windows
+                .iter()
+                .map(|w| part_values(w, side, &want, measure))
+                .collect()
+        };
+        let before_parts = values(&parts.before, Side::Before)?;
+        let after_parts = values(&parts.after, Side::After)?;
+        super::stats::fill(&mut report, &before_parts, &after_parts, stats);
+    }
+    Ok(report)
+}
+
+/// One part's normalised values, as the whole window's are normalised (see [`Acc::add`]).
+pub(super) struct PartValues {
+    /// Function name → (flat, cum).
+    pub functions: HashMap<String, (f64, f64)>,
+    pub total: f64,
+}
+
+/// The per-function values of one part of a window (a time bucket of it), normalised by the
+/// part's own seconds, instances and profiles with the window's `measure`, so that the parts'
+/// mean estimates the window's value.
+fn part_values(
+    w: &Window,
+    side: Side,
+    want: &(String, String),
+    measure: Measure,
+) -> Result<PartValues, DiffError> {
+    let (index, _, _) = select(&w.profile, side, Some(want))?;
+    let mut acc = Acc::default();
+    let summary = acc.add(w, side, index, measure)?;
+    let s = match side {
+        Side::Before => BEFORE,
+        Side::After => AFTER,
+    };
+    let functions = (0..acc.names.len())
+        .filter(|&i| acc.seen[i] != 0)
+        .map(|i| (acc.names[i].clone(), (acc.flat[i][s], acc.cum[i][s])))
+        .collect();
+    Ok(PartValues {
+        functions,
+        total: summary.normalised,
     })
 }
 

@@ -54,16 +54,22 @@ font-family=\"monospace\" font-size=\"11\">\n<title>{}</title>\n<rect width=\"10
     let _ = writeln!(
         out,
         "<text x=\"{MARGIN}\" y=\"72\" fill=\"#444444\">{} ({}) per second per instance · width ∝ before + after · \
-<tspan fill=\"{}\">■</tspan> grew <tspan fill=\"{}\">■</tspan> shrank <tspan fill=\"{}\">■</tspan> unchanged (&lt;1%)</text>",
+<tspan fill=\"{}\">■</tspan> grew <tspan fill=\"{}\">■</tspan> shrank <tspan fill=\"{}\">■</tspan> unchanged (&lt;1%){}</text>",
         esc(&r.sample_type),
         esc(&r.unit),
         colour(1.0),
         colour(-1.0),
-        colour(0.0)
+        colour(0.0),
+        if r.statistics.is_some() {
+            " · pale: not a significant change"
+        } else {
+            ""
+        }
     );
+    let sig = super::stats::Significance::of(r);
     for f in &frames {
         if let Some(n) = nodes.get(f.node) {
-            frame(&mut out, n, f, &r.unit, r.measure);
+            frame(&mut out, n, f, &r.unit, r.measure, &sig);
         }
     }
     out.push_str("</svg>\n");
@@ -112,12 +118,24 @@ fn layout(nodes: &[Node]) -> Vec<Frame> {
     frames
 }
 
-fn frame(out: &mut String, n: &Node, f: &Frame, unit: &str, measure: Measure) {
+fn frame(
+    out: &mut String,
+    n: &Node,
+    f: &Frame,
+    unit: &str,
+    measure: Measure,
+    sig: &super::stats::Significance<'_>,
+) {
     let y = HEADER + n.depth as f64 * ROW;
     let w = if f.w > 2.0 { f.w - 1.0 } else { f.w };
+    let c = sig.intensity(n);
+    let verdict = match sig.text(n) {
+        "" => String::new(),
+        t => format!("&#10;verdict: {}", esc(t)),
+    };
     let _ = write!(
         out,
-        "<g><title>{}&#10;total: {} → {} ({})&#10;self: {} → {} ({})</title>\
+        "<g><title>{}&#10;total: {} → {} ({})&#10;self: {} → {} ({}){verdict}</title>\
 <rect x=\"{:.2}\" y=\"{y}\" width=\"{:.2}\" height=\"{}\" fill=\"{}\"/>",
         esc(&n.name),
         esc(&measure.format(n.before, unit)),
@@ -129,7 +147,7 @@ fn frame(out: &mut String, n: &Node, f: &Frame, unit: &str, measure: Measure) {
         f.x,
         w,
         ROW - 1.0,
-        colour(n.change()),
+        colour(c),
     );
     let room = ((f.w - 6.0) / CHAR_WIDTH).floor();
     if room >= 3.0 {
@@ -139,7 +157,7 @@ fn frame(out: &mut String, n: &Node, f: &Frame, unit: &str, measure: Measure) {
             "<text x=\"{:.2}\" y=\"{:.1}\" fill=\"{}\">{}</text>",
             f.x + 3.0,
             y + ROW / 2.0 + 4.0,
-            text_colour(n.change()),
+            text_colour(c),
             esc(&label)
         );
     }

@@ -805,3 +805,107 @@ fn spans_read_as_durations() {
         assert_eq!(format_span(secs), want, "{secs}");
     }
 }
+
+/// Windows of five 1 s parts: alpha doubles, beta stays, gamma is below the 1 % floor.
+fn report_with_parts() -> Report {
+    let part = |alpha: i64, beta: i64| {
+        cpu()
+            .cpu_sample(&["main.alpha", "main.main"], alpha)
+            .cpu_sample(&["main.beta", "main.main"], beta)
+            .cpu_sample(&["main.gamma", "main.main"], 1_000_000)
+            .window(1.0, 1)
+    };
+    let before: Vec<Window> = [(100, 50), (104, 52), (98, 49), (101, 51), (97, 48)]
+        .iter()
+        .map(|&(a, b)| part(a * 1_000_000, b * 1_000_000))
+        .collect();
+    let after: Vec<Window> = [(200, 50), (205, 48), (196, 52), (202, 49), (199, 51)]
+        .iter()
+        .map(|&(a, b)| part(a * 1_000_000, b * 1_000_000))
+        .collect();
+    // The whole windows: the parts' samples together, 5 s each.
+    let whole = |parts: &[Window]| {
+        let profiles: Vec<Profile> = parts.iter().map(|w| w.profile.clone()).collect();
+        let mut p = crate::pprof::merge(&profiles).expect("merge");
+        p.duration_nanos = 5_000_000_000;
+        window(p, 5.0, 1)
+    };
+    diff_with_parts(
+        &whole(&before),
+        &whole(&after),
+        &Parts { before, after },
+        &StatsOptions::default(),
+        &Options::default(),
+    )
+    .expect("diff")
+}
+
+#[test]
+fn statistics_give_verdicts_in_every_rendering() {
+    let r = report_with_parts();
+    let verdict = |f: &str| {
+        r.row(f)
+            .and_then(|row| row.cum_stats.as_ref())
+            .map(|c| c.verdict)
+    };
+    assert_eq!(verdict("main.alpha"), Some(Verdict::Increase));
+    assert_eq!(verdict("main.beta"), Some(Verdict::NoChange));
+    assert_eq!(verdict("main.gamma"), Some(Verdict::BelowNoiseFloor));
+    let alpha = r
+        .row("main.alpha")
+        .and_then(|row| row.cum_stats.clone())
+        .expect("stats");
+    // +100 % (100 → 200 ms/s), its interval around it and above 0.
+    let pct = alpha.pct.expect("pct");
+    let (lo, hi) = alpha.pct_interval.expect("interval");
+    assert!((pct - 100.0).abs() < 1.0 && lo > 80.0 && hi < 120.0 && lo < pct && pct < hi);
+    assert!(alpha.p_value < 0.001, "{alpha:?}");
+    let st = r.statistics.clone().expect("statistics");
+    assert_eq!((st.before_parts, st.after_parts), (5, 5));
+    assert_eq!(st.method, "welch-bonferroni");
+    // alpha, beta and main.main; gamma (0.6 % of the total) is below the floor.
+    assert_eq!(st.tested, 3);
+    assert_eq!(
+        r.total_stats.as_ref().map(|c| c.verdict),
+        Some(Verdict::Increase)
+    );
+
+    let table = r.render_table(0, 160);
+    assert!(table.contains("VERDICT"), "{table}");
+    assert!(table.contains("total: ▲ up +66."), "{table}");
+    let line = |f: &str| {
+        table
+            .lines()
+            .find(|l| l.ends_with(f))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("main.alpha").contains("▲ up +100."), "{table}");
+    assert!(line("main.beta").contains("= same"), "{table}");
+    assert!(line("main.gamma").contains("· below floor"), "{table}");
+
+    let html = r.render_html("t");
+    assert!(html.contains("<th title=") && html.contains(">verdict</th>"));
+    assert!(html.contains("class=\"v up\"") && html.contains("\"verdicts\":["));
+    assert!(html.contains("pale: not a significant change"));
+    let svg = r.render_svg("t");
+    assert!(svg.contains("pale: not a significant change"));
+    assert!(svg.contains("verdict: ▲ up +100."), "{svg}");
+
+    // Frames of functions without a significant change are pale: beta kept its hue (it
+    // changed by a few per cent at most) at the faded strength.
+    let sig = super::stats::Significance::of(&r);
+    let node = |f: &str| r.tree.nodes.iter().find(|n| n.name == f).expect("node");
+    assert_eq!(
+        sig.intensity(node("main.alpha")),
+        node("main.alpha").change()
+    );
+    let beta = node("main.beta");
+    assert_eq!(sig.intensity(beta), beta.change() * super::stats::FADED);
+
+    // Without parts: no statistics, and the table keeps its old columns.
+    let plain = sample_report();
+    assert!(plain.statistics.is_none() && plain.total_stats.is_none());
+    assert!(!plain.render_table(0, 120).contains("VERDICT"));
+    assert!(!plain.render_html("t").contains(">verdict</th>"));
+}

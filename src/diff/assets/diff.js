@@ -231,6 +231,12 @@
       table.appendChild(tr);
     }
     tip.appendChild(table);
+    var verdict = i === 0 ? data.totalVerdict : (data.verdicts || [])[nodes.name[i]];
+    if (verdict) {
+      var p = document.createElement('div');
+      p.textContent = 'verdict: ' + verdict;
+      tip.appendChild(p);
+    }
     tip.hidden = false;
     var left = Math.min(ev.clientX + 14, window.innerWidth - tip.offsetWidth - 8);
     var top = ev.clientY + 16;

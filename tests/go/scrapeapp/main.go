@@ -50,6 +50,46 @@ func betaWork(d time.Duration) {
 	}
 }
 
+// alphaCalls and betaCalls run a fixed number of spin calls: CPU work that does not shrink
+// when the machine is busy (the duty-cycle loops run for a wall-clock time, so contention
+// lowers their CPU), as the statistics tests need a workload that only changes when asked to.
+//
+//go:noinline
+func alphaCalls(n int) {
+	for i := 0; i < n; i++ {
+		sink += spin(20000)
+	}
+}
+
+//go:noinline
+func betaCalls(n int) {
+	for i := 0; i < n; i++ {
+		sink += spin(20000)
+	}
+}
+
+// fixedLoop runs alphaCalls(calls) then betaCalls(calls × betaScale) once per tick, on an OS
+// thread of its own: Go's CPU profiler samples each thread every 10 ms of that thread's CPU
+// time, so no other goroutine's work lands on this thread's samples, and the profile has far
+// less sampling noise than at random. A late tick is caught up, not dropped, so the work per
+// second stays the same on a busy machine. The tick is not a multiple of the kernel's timer
+// tick (CPU-timer signals are delivered on it): with 10 ms every sample would fall at the same
+// points of the tick's work, always in the same function.
+func fixedLoop(calls int, betaScale float64) {
+	const tick = 10*time.Millisecond + 300*time.Microsecond
+	runtime.LockOSThread()
+	beta := int(float64(calls)*betaScale + 0.5)
+	next := time.Now()
+	for {
+		alphaCalls(calls)
+		betaCalls(beta)
+		next = next.Add(tick)
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+	}
+}
+
 func cpuLoop(duty float64) {
 	const period = 10 * time.Millisecond
 	busy := time.Duration(float64(period) * duty)
@@ -115,6 +155,8 @@ func main() {
 	// The Kubernetes pipeline test gives each "pod" its own loopback address and the port the
 	// pod declares.
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
+	calls := flag.Int("calls", 0, "if > 0: instead of the duty cycle, every 10 ms alphaCalls and betaCalls each run this many spin calls (a fixed amount of work)")
+	betaScale := flag.Float64("beta-scale", 1, "with -calls: betaCalls runs this many times the calls of alphaCalls (1.1 = 10 % more CPU)")
 	flag.Parse()
 	mode.Store(*fn)
 	runtime.MemProfileRate = 4096
@@ -137,7 +179,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	go cpuLoop(*duty)
+	if *calls > 0 {
+		go fixedLoop(*calls, *betaScale)
+	} else {
+		go cpuLoop(*duty)
+	}
 	go allocLoop()
 	for i := 1; i <= 2; i++ {
 		go contend(i)
