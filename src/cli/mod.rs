@@ -15,6 +15,7 @@ mod query;
 mod relabel;
 mod run;
 mod source;
+mod usage;
 mod watch;
 mod window;
 
@@ -186,7 +187,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e:#}");
-            ExitCode::FAILURE
+            usage::exit_code(&e)
         }
     }
 }
