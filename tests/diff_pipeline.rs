@@ -372,6 +372,27 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
         "{doc}"
     );
     assert_eq!(doc["fail_on"]["basis"], "not_evaluated");
+    // Through the running scraper's query API (docs/QUERY.md): the marks come from its
+    // /api/v0/marks, as a Pyroscope backend has none.
+    let url = format!("http://{}", s.addr);
+    let out = scraper(&[
+        "diff",
+        SELECTOR,
+        "--url",
+        &url,
+        "--around-mark",
+        MARK,
+        "--width",
+        "9s",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = document(&String::from_utf8_lossy(&out.stdout));
+    assert!(
+        doc["title"].as_str().is_some_and(|t| t.contains(MARK)),
+        "{doc}"
+    );
 
     // 4. Errors are exit code 1: a selector that matches nothing (found before any mark is
     // recorded or any wait), a mark that does not exist, and conditions that need
@@ -403,9 +424,11 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
         &s.addr,
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("the selector matches series with profile types process_cpu (not memory)"),
+        err.contains("no memory series match")
+            && err.contains("the selector matches series with profile types process_cpu:")
+            && err.contains("(not memory)"),
         "{}",
         text(&out)
     );

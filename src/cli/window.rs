@@ -64,7 +64,8 @@ pub(crate) struct WindowCmd {
     /// Read profiles (and --use-mark's mark) from this pyroscope.store directory instead.
     #[arg(long, value_name = "DIR", conflicts_with = "url")]
     store: Option<PathBuf>,
-    /// Read profiles from this Pyroscope backend instead (the mark is still --server's).
+    /// Read profiles from this Pyroscope backend instead (a --mark is still recorded through
+    /// --server; a backend keeps no marks: use --at).
     #[arg(long, value_name = "URL")]
     url: Option<String>,
     /// Tenant (X-Scope-OrgID) for --url.
