@@ -770,6 +770,14 @@ fn window_at_judges_a_backend_without_marks() {
     let code = out.status.code();
     assert!(code == Some(3) || code == Some(0), "{}", show(&out));
 
+    // A report file that cannot be written fails the step (1) before stdout prints a
+    // document that would claim another exit code.
+    let out = window(&["--format", "json", "--json", "/nonexistent/report.json"])
+        .output()
+        .expect("run window");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(out.stdout.is_empty(), "{}", show(&out));
+
     // A backend has no marks: say so, instead of "no mark named".
     let out = Command::new(BIN)
         .args(["diff", r#"{service_name="app"}"#, "--url", &url])
