@@ -684,3 +684,111 @@ fn series_lists_label_sets_and_feed_did_you_mean() {
         [r#"did you mean service_name="app"?"#]
     );
 }
+
+/// `scraper window --at` judges the windows around a time on a Pyroscope backend, which keeps
+/// no marks: here both windows are long over, so nothing is waited for. `spin` went from 1 to
+/// 9 samples a profile while `work` stayed: `flat=~^spin$` held (exit 3), the total's 80 %
+/// did not reach 100 %. Its stdout closed early is no panic; `diff --url --around-mark` says
+/// why a backend cannot answer it.
+#[test]
+fn window_at_judges_a_backend_without_marks() {
+    use std::process::{Command, Stdio};
+    const BIN: &str = env!("CARGO_BIN_EXE_scraper");
+    let app = [("service_name", "app")];
+    let before = cpu(&[(&["spin", "main"], 1), (&["work", "main"], 9)]);
+    let after = cpu(&[(&["spin", "main"], 9), (&["work", "main"], 9)]);
+    let minute = 60_000;
+    let data = vec![
+        stored(&app, T0 + 10 * minute, before.clone()),
+        stored(&app, T0 + 40 * minute, before),
+        stored(&app, T0 + HOUR_MS + 10 * minute, after.clone()),
+        stored(&app, T0 + HOUR_MS + 40 * minute, after),
+    ];
+    let server = serve(Config::default(), data);
+    let url = server.fake.url();
+    let at = ((T0 + HOUR_MS) / 1000).to_string();
+    let window = |extra: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(["window", r#"{service_name="app"}"#, "--at", &at])
+            .args(["--width", "1h", "--settle", "0s", "--url", &url])
+            .args(["--missing-statistics", "estimates"])
+            .args(["--fail-on", "flat=~^spin$>100%", "--fail-on", "total>100%"])
+            .args(extra);
+        c
+    };
+    let show = |out: &std::process::Output| {
+        format!(
+            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+
+    let out = window(&["--format", "json"]).output().expect("run window");
+    let shown = show(&out);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect(&shown);
+    if doc["statistics"].is_null() {
+        assert_eq!(out.status.code(), Some(3), "{shown}");
+        let conditions = &doc["fail_on"]["conditions"];
+        assert_eq!(conditions[0]["held"], true, "{shown}");
+        assert_eq!(conditions[0]["triggers"][0]["function"], "spin", "{shown}");
+        assert_eq!(conditions[1]["held"], false, "{shown}");
+        assert_eq!(doc["exit_code"], 3);
+    }
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("waiting"),
+        "{shown}"
+    );
+    let spin = doc["rows"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["function"] == "spin"))
+        .expect(&shown);
+    assert_eq!(spin["flat"]["change_pct"], 800.0, "{shown}");
+    assert_eq!(doc["total"]["change_pct"], 80.0, "{shown}");
+    // Both windows were asked of the backend (ends inclusive, the millisecond before).
+    let asked: Vec<(i64, i64)> = server
+        .fake
+        .calls_to(SELECT_MERGE_STACKTRACES)
+        .iter()
+        .map(|c| (c.start, c.end))
+        .collect();
+    assert!(asked.contains(&(T0, T0 + HOUR_MS - 1)), "{asked:?}");
+    assert!(
+        asked.contains(&(T0 + HOUR_MS, T0 + 2 * HOUR_MS - 1)),
+        "{asked:?}"
+    );
+
+    // A reader that goes away (`| head`) must not turn the verdict into a panic (101).
+    let mut child = window(&["--top", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start window");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("window");
+    let code = out.status.code();
+    assert!(code == Some(3) || code == Some(0), "{}", show(&out));
+
+    // A report file that cannot be written fails the step (1) before stdout prints a
+    // document that would claim another exit code.
+    let out = window(&["--format", "json", "--json", "/nonexistent/report.json"])
+        .output()
+        .expect("run window");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(out.stdout.is_empty(), "{}", show(&out));
+
+    // A backend has no marks: say so, instead of "no mark named".
+    let out = Command::new(BIN)
+        .args(["diff", r#"{service_name="app"}"#, "--url", &url])
+        .args(["--around-mark", "deploy"])
+        .output()
+        .expect("run diff");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("marks are not available from a Pyroscope backend"),
+        "{}",
+        show(&out)
+    );
+}

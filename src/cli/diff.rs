@@ -12,6 +12,7 @@ use clap::Args;
 
 use super::output::OutputArgs;
 use super::source::{QueryArgs, SourceArgs, fetch};
+use super::usage::usage;
 use crate::diff::{Options, Parts, Report, StatsOptions, Window};
 use crate::query::source::{Merged, ProfileSource, Query};
 use crate::query::time::{parse_range, parse_span};
@@ -79,25 +80,48 @@ fn noise_floor(s: &str) -> Result<f64, String> {
 
 pub(crate) type Range = (SystemTime, SystemTime);
 
+/// What the arguments ask to compare: two ranges, or the windows of a width around a mark.
+enum Asked {
+    Ranges(Range, Range),
+    AroundMark(String, Duration),
+}
+
+/// The arguments' windows, parsed before anything is opened: a typo is bad usage (exit code
+/// 2), not a failure to compute (1).
+fn asked(args: &DiffCmd, now: SystemTime) -> anyhow::Result<Asked> {
+    args.query.build(now, now)?;
+    if let (Some(b), Some(a)) = (&args.before, &args.after) {
+        let before = parse_range(b, now).map_err(usage)?;
+        let after = parse_range(a, now).map_err(usage)?;
+        return Ok(Asked::Ranges(before, after));
+    }
+    let Some(name) = &args.around_mark else {
+        return Err(usage(
+            "give --before FROM..TO and --after FROM..TO, or --around-mark NAME",
+        ));
+    };
+    let width = parse_span(&args.width).map_err(usage)?;
+    Ok(Asked::AroundMark(name.clone(), width))
+}
+
 /// The two windows to compare, and the mark they are around, if any.
 fn windows(
     args: &DiffCmd,
     source: &dyn ProfileSource,
     now: SystemTime,
 ) -> anyhow::Result<(Range, Range, Option<String>)> {
-    if let (Some(b), Some(a)) = (&args.before, &args.after) {
-        let before = parse_range(b, now).map_err(anyhow::Error::msg)?;
-        let after = parse_range(a, now).map_err(anyhow::Error::msg)?;
-        return Ok((before, after, None));
-    }
-    let Some(name) = &args.around_mark else {
-        anyhow::bail!("give --before FROM..TO and --after FROM..TO, or --around-mark NAME");
+    let (name, width) = match asked(args, now)? {
+        Asked::Ranges(before, after) => return Ok((before, after, None)),
+        Asked::AroundMark(name, width) => (name, width),
     };
-    let width = parse_span(&args.width).map_err(anyhow::Error::msg)?;
-    let marks = source
-        .marks(UNIX_EPOCH, now + Duration::from_secs(86_400))
-        .context("reading marks")?;
-    let Some(mark) = marks.iter().rev().find(|m| &m.name == name) else {
+    let marks = match &args.source.url {
+        // A Pyroscope backend keeps no marks: ask the URL as a running scraper.
+        Some(url) => marks_from_url(url, now)?,
+        None => source
+            .marks(UNIX_EPOCH, now + Duration::from_secs(86_400))
+            .context("reading marks")?,
+    };
+    let Some(mark) = marks.iter().rev().find(|m| m.name == name) else {
         let known: Vec<&str> = marks.iter().map(|m| m.name.as_str()).collect();
         anyhow::bail!(
             "no mark named {name:?} (marks: {})",
@@ -109,11 +133,22 @@ fn windows(
         );
     };
     let before = (mark.at.checked_sub(width).unwrap_or(UNIX_EPOCH), mark.at);
-    let after = (
-        mark.at,
-        (mark.at + width).min(now.max(mark.at + Duration::from_secs(1))),
-    );
+    let end = mark
+        .at
+        .checked_add(width)
+        .ok_or_else(|| usage(format!("--width {} is too long", args.width)))?;
+    let after = (mark.at, end.min(now.max(mark.at + Duration::from_secs(1))));
     Ok((before, after, Some(mark.name.clone())))
+}
+
+/// The marks of `url` when it is a running scraper (its /api/v0/marks); a Pyroscope backend has
+/// none, and its source would answer an empty list, so say so instead of "no mark named".
+fn marks_from_url(url: &str, now: SystemTime) -> anyhow::Result<Vec<crate::query::source::Mark>> {
+    super::mark::list(url, UNIX_EPOCH, now + Duration::from_secs(86_400)).map_err(|e| {
+        anyhow::anyhow!(
+            "no marks from {url} ({e:#}): marks are not available from a Pyroscope backend, only from a running scraper's query API; give --before FROM..TO and --after FROM..TO, or read the store with --store DIR"
+        )
+    })
 }
 
 /// A window from a source's answer for `range`.
@@ -229,6 +264,7 @@ pub(crate) fn report_for(
 /// The report `args` ask for, and its title.
 pub(crate) fn report(args: &DiffCmd) -> anyhow::Result<(Report, String)> {
     let now = SystemTime::now();
+    asked(args, now)?;
     let source = args.source.open()?;
     let (before_range, after_range, mark) = windows(args, source.as_ref(), now)?;
     compare(

@@ -17,6 +17,7 @@ mod query;
 mod relabel;
 mod run;
 mod source;
+mod usage;
 mod watch;
 mod window;
 
@@ -188,7 +189,7 @@ pub fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e:#}");
-            ExitCode::FAILURE
+            usage::exit_code(&e)
         }
     }
 }

@@ -2,6 +2,7 @@
 //! write the report files, judge the `--fail-on` conditions and choose the exit code
 //! (docs/DIFF-PIPELINE.md): 0 none held, 3 one held, 2 bad usage (clap), 1 could not compute.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -70,19 +71,27 @@ fn parse_condition(s: &str) -> Result<Condition, String> {
     Condition::parse(s).map_err(|e| e.to_string())
 }
 
-/// Writes `text` to `path`; says so on stdout for the table (as `diff` always has), on stderr
-/// when stdout carries a document.
-fn write(path: &Path, text: &str, format: Format) -> anyhow::Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-    if format == Format::Text {
-        println!("wrote {}", path.display());
-    } else {
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
+/// Writes `text` to `path`.
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
-/// Prints `report`, writes its files and returns the verdict's exit code.
+/// Writes `text` to standard output. A reader that went away (`| head`) is not an error: the
+/// rest is dropped quietly and the verdict still decides the exit code; any other failure (a
+/// full disk) is.
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("writing to standard output"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes the report files, prints `report` and returns the verdict's exit code. The files come
+/// first: when one cannot be written the command fails (1) before standard output claims an
+/// exit code in a document.
 pub(crate) fn emit(report: &Report, title: &str, args: &OutputArgs) -> anyhow::Result<ExitCode> {
     let missing = match args.missing_statistics {
         Missing::Error => MissingStatistics::Error,
@@ -92,23 +101,40 @@ pub(crate) fn emit(report: &Report, title: &str, args: &OutputArgs) -> anyhow::R
     let evaluation = fail_on::evaluate(report, &args.fail_on, missing)?;
     let json = || report.render_json(title, args.top, &evaluation);
     let markdown = || report.render_markdown(title, args.top, &evaluation);
-    match args.format {
-        Format::Text => print!("{}", report.render_table(args.top, 120)),
-        Format::Json => print!("{}", json()),
-        Format::Markdown => print!("{}", markdown()),
-    }
+    let mut wrote = Vec::new();
     if let Some(path) = &args.html {
-        write(path, &report.render_html(title), args.format)?;
+        write(path, &report.render_html(title))?;
+        wrote.push(path);
     }
     if let Some(path) = &args.svg {
-        write(path, &report.render_svg(title), args.format)?;
+        write(path, &report.render_svg(title))?;
+        wrote.push(path);
     }
     if let Some(path) = &args.json {
-        write(path, &json(), args.format)?;
+        write(path, &json())?;
+        wrote.push(path);
     }
     if let Some(path) = &args.markdown {
-        write(path, &markdown(), args.format)?;
+        write(path, &markdown())?;
+        wrote.push(path);
     }
+    let mut shown = match args.format {
+        Format::Text => report.render_table(args.top, 120),
+        Format::Json => json(),
+        Format::Markdown => markdown(),
+    };
+    // Said on stdout after the table (as `diff` always has), on stderr when stdout carries a
+    // document.
+    let wrote: String = wrote
+        .iter()
+        .map(|p| format!("wrote {}\n", p.display()))
+        .collect();
+    if args.format == Format::Text {
+        shown.push_str(&wrote);
+    } else {
+        eprint!("{wrote}");
+    }
+    print(&shown)?;
     // The verdict goes to stderr whatever the format, so a pipeline's log shows why it failed.
     match evaluation.basis {
         Basis::Estimates => eprintln!(

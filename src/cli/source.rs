@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context as _;
 use clap::Args;
 
+use super::usage::usage;
 use crate::query::local::LocalSource;
 use crate::query::remote::{RemoteOptions, RemoteSource};
 use crate::query::selector::Selector;
@@ -87,9 +88,15 @@ pub(crate) struct QueryArgs {
 
 impl QueryArgs {
     pub(crate) fn build(&self, from: SystemTime, to: SystemTime) -> anyhow::Result<Query> {
-        let selector = Selector::parse(&self.query)
-            .map_err(|e| anyhow::anyhow!("{e}\n  {}\n  {}^", self.query, " ".repeat(e.offset)))?;
-        let profile_type = ProfileType::parse(&self.profile_type).map_err(anyhow::Error::msg)?;
+        // Typos are bad usage (exit code 2), not a failure to compute (1).
+        let selector = Selector::parse(&self.query).map_err(|e| {
+            usage(format!(
+                "{e}\n  {}\n  {}^",
+                self.query,
+                " ".repeat(e.offset)
+            ))
+        })?;
+        let profile_type = ProfileType::parse(&self.profile_type).map_err(usage)?;
         Ok(Query {
             selector,
             profile_type,
@@ -121,8 +128,8 @@ impl RangeArgs {
     /// `(from, to)`, relative to now.
     pub(crate) fn times(&self) -> anyhow::Result<(SystemTime, SystemTime)> {
         let now = SystemTime::now();
-        let from = crate::query::time::parse_time(&self.from, now).map_err(anyhow::Error::msg)?;
-        let to = crate::query::time::parse_time(&self.to, now).map_err(anyhow::Error::msg)?;
+        let from = crate::query::time::parse_time(&self.from, now).map_err(usage)?;
+        let to = crate::query::time::parse_time(&self.to, now).map_err(usage)?;
         Ok((from, to))
     }
 }

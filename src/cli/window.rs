@@ -1,6 +1,7 @@
 //! `scraper window QUERY --mark NAME --width 30m`: the upgrade-window workflow as one pipeline
 //! step. Records a mark through the running scraper (`--server`, as `scraper mark`), or reuses
-//! one (`--use-mark NAME`, with `--end` for an after window that is already over); waits for the
+//! one (`--use-mark NAME`, with `--end` for an after window that is already over), or starts the
+//! after window at a time (`--at TIME`, no mark: for a Pyroscope backend); waits for the
 //! after window to pass and its last profiles to be stored, with a progress bar on stderr; then
 //! reports as `scraper diff --around-mark` does and exits with the verdict (`output`: 0, or 3
 //! when a `--fail-on` condition held).
@@ -18,6 +19,8 @@ use clap::Args;
 
 use super::output::OutputArgs;
 use super::source::{QueryArgs, SourceArgs};
+use super::usage::usage;
+use crate::query::catalog::{explain_no_match, has_type};
 use crate::query::local::LocalSource;
 use crate::query::source::{Mark, ProfileSource as _};
 use crate::query::time::{parse_span, parse_time};
@@ -28,16 +31,21 @@ pub(crate) struct WindowCmd {
     #[command(flatten)]
     query: QueryArgs,
     /// Record a mark of this name now, through --server, and compare the windows around it.
+    /// (Each run records one more mark; a second with the same name is a second mark.)
     #[arg(
         long,
         value_name = "NAME",
-        required_unless_present = "use_mark",
-        conflicts_with = "use_mark"
+        required_unless_present_any = ["use_mark", "at"],
+        conflicts_with_all = ["use_mark", "at"]
     )]
     mark: Option<String>,
     /// Reuse the latest existing mark of this name (from --store, else from --server).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "at")]
     use_mark: Option<String>,
+    /// No mark: the after window starts at this time (now-5m, RFC 3339 or Unix seconds), for a
+    /// source without marks (a Pyroscope backend through --url) or a change not marked.
+    #[arg(long, value_name = "TIME")]
+    at: Option<String>,
     /// Width of the window before the mark, and of the window after it unless --end.
     #[arg(long, default_value = "30m", value_name = "DURATION")]
     width: String,
@@ -56,7 +64,8 @@ pub(crate) struct WindowCmd {
     /// Read profiles (and --use-mark's mark) from this pyroscope.store directory instead.
     #[arg(long, value_name = "DIR", conflicts_with = "url")]
     store: Option<PathBuf>,
-    /// Read profiles from this Pyroscope backend instead (the mark is still --server's).
+    /// Read profiles from this Pyroscope backend instead (a --mark is still recorded through
+    /// --server; a backend keeps no marks: use --at).
     #[arg(long, value_name = "URL")]
     url: Option<String>,
     /// Tenant (X-Scope-OrgID) for --url.
@@ -76,59 +85,106 @@ pub(crate) struct WindowCmd {
     stats: super::diff::StatsArgs,
 }
 
+/// A day: an after window ending later than this from now is probably a mistake.
+const FAR: Duration = Duration::from_secs(86_400);
+
 pub(crate) fn window(args: WindowCmd) -> anyhow::Result<ExitCode> {
-    let width = parse_span(&args.width).map_err(anyhow::Error::msg)?;
-    let settle = parse_span(&args.settle).map_err(anyhow::Error::msg)?;
+    // Every argument is checked before the mark is recorded: a typo must not leave a stray
+    // mark behind, nor fail only after the whole after window. Typos are usage errors (2).
+    let width = span("--width", &args.width)?;
+    let settle = span("--settle", &args.settle)?;
     if width.is_zero() {
-        anyhow::bail!("--width must be longer than 0s");
+        return Err(usage("--width must be longer than 0s"));
     }
-    // Checked before the mark is recorded: a typo, or a selector that matches nothing, must
-    // not leave a stray mark behind, nor fail only after the whole after window.
+    let now = SystemTime::now();
+    let time = |what: &str, s: &str| parse_time(s, now).map_err(|e| usage(format!("{what}: {e}")));
+    let end = args.end.as_deref().map(|e| time("--end", e)).transpose()?;
+    let at = args.at.as_deref().map(|t| time("--at", t)).transpose()?;
     let q = args.query.build(UNIX_EPOCH, UNIX_EPOCH)?;
     let source = source(&args)?;
-    let (name, at) = match (&args.mark, &args.use_mark) {
-        (Some(name), _) => {
-            let now = SystemTime::now();
-            let before = (now.checked_sub(width).unwrap_or(UNIX_EPOCH), now);
-            before_window_has_series(source.as_ref(), &q.selector, before)?;
+    let before = |at: SystemTime| (at.checked_sub(width).unwrap_or(UNIX_EPOCH), at);
+    let (name, at) = match (&args.mark, &args.use_mark, at) {
+        (Some(name), _, _) => {
+            // The mark will be about now.
+            after_window(now, end, width, settle, "now")?;
+            before_window_has_series(source.as_ref(), &q, before(now))?;
             let (at, stores) = super::mark::record(&args.server, name, None)?;
             eprintln!(
                 "mark {name:?} recorded at {} in {stores} store(s)",
                 crate::gocompat::time::rfc3339_millis(at)
             );
-            (name.clone(), at)
+            (Some(name.clone()), at)
         }
-        (None, Some(name)) => {
+        (None, Some(name), _) => {
             let at = find_mark(&args, name)?.at;
-            let before = (at.checked_sub(width).unwrap_or(UNIX_EPOCH), at);
-            before_window_has_series(source.as_ref(), &q.selector, before)?;
-            (name.clone(), at)
+            after_window(at, end, width, settle, &format!("the mark {name:?}"))?;
+            before_window_has_series(source.as_ref(), &q, before(at))?;
+            (Some(name.clone()), at)
         }
-        (None, None) => anyhow::bail!("give --mark NAME or --use-mark NAME"),
+        (None, None, Some(at)) => {
+            after_window(at, end, width, settle, "--at")?;
+            before_window_has_series(source.as_ref(), &q, before(at))?;
+            (None, at)
+        }
+        (None, None, None) => return Err(usage("give --mark NAME, --use-mark NAME or --at TIME")),
     };
-    let before = (at.checked_sub(width).unwrap_or(UNIX_EPOCH), at);
-    let end = match &args.end {
-        Some(end) => parse_time(end, SystemTime::now()).map_err(anyhow::Error::msg)?,
-        None => at + width,
+    let what = match &name {
+        Some(name) => format!("the mark {name:?}"),
+        None => "--at".to_string(),
     };
-    if end <= at {
-        anyhow::bail!(
-            "--end {} is not after the mark {name:?} at {}",
-            crate::gocompat::time::rfc3339_millis(end),
-            crate::gocompat::time::rfc3339_millis(at)
+    let (end, deadline) = after_window(at, end, width, settle, &what)?;
+    if end.duration_since(SystemTime::now()).is_ok_and(|d| d > FAR) {
+        eprintln!(
+            "warning: the after window ends at {}, more than a day from now; the step waits until then",
+            crate::gocompat::time::rfc3339_millis(end)
         );
     }
-    wait_until(at, end, settle);
+    wait_until(at, end, deadline);
 
     let (report, title) = super::diff::compare(
         source.as_ref(),
         &args.query,
-        (before, (at, end)),
-        Some(&name),
+        (before(at), (at, end)),
+        name.as_deref(),
         args.output.top,
         &args.stats,
     )?;
     super::output::emit(&report, &title, &args.output)
+}
+
+/// A duration argument; a typo is bad usage.
+fn span(what: &str, s: &str) -> anyhow::Result<Duration> {
+    parse_span(s).map_err(|e| usage(format!("{what}: {e}")))
+}
+
+/// The after window's end (`end`, else `at + width`) and when to stop waiting for it (`settle`
+/// later), or a usage error: an end not after `at`, or times past what the clock can hold.
+/// `what` names `at` in messages.
+fn after_window(
+    at: SystemTime,
+    end: Option<SystemTime>,
+    width: Duration,
+    settle: Duration,
+    what: &str,
+) -> anyhow::Result<(SystemTime, SystemTime)> {
+    let rfc = crate::gocompat::time::rfc3339_millis;
+    let end = match end {
+        Some(end) => end,
+        None => at.checked_add(width).ok_or_else(|| {
+            usage("--width is too long: the after window would end past year 292 billion")
+        })?,
+    };
+    if end <= at {
+        return Err(usage(format!(
+            "--end {} is not after {what} ({})",
+            rfc(end),
+            rfc(at)
+        )));
+    }
+    let deadline = end
+        .checked_add(settle)
+        .ok_or_else(|| usage("--settle is too long: the wait would end past year 292 billion"))?;
+    Ok((end, deadline))
 }
 
 /// Where profiles are read: --store, --url, or the running scraper's query API.
@@ -152,24 +208,29 @@ fn source(args: &WindowCmd) -> anyhow::Result<Box<dyn crate::query::source::Prof
     .open()
 }
 
-/// Fails when nothing matches the selector just before the mark (for `--mark`: the window
-/// before now), so a mistyped selector is found before the wait.
+/// Fails when no series of the query's profile type matches its selector just before the mark
+/// (for `--mark`: the window before now), so a mistyped selector or `--type` is found before
+/// the wait.
 fn before_window_has_series(
     source: &dyn crate::query::source::ProfileSource,
-    selector: &crate::query::selector::Selector,
+    q: &crate::query::source::Query,
     (from, to): (SystemTime, SystemTime),
 ) -> anyhow::Result<()> {
     let series = source
-        .series(selector, from, to)
+        .series(&q.selector, from, to)
         .context("listing the series of the before window")?;
-    if series.is_empty() {
-        anyhow::bail!(
-            "no series match {selector} in the before window ({} .. {}): nothing to compare (`scraper series` lists what there is)",
-            crate::gocompat::time::rfc3339_millis(from),
-            crate::gocompat::time::rfc3339_millis(to)
-        );
+    if series.iter().any(|s| has_type(s, &q.profile_type)) {
+        return Ok(());
     }
-    Ok(())
+    let hints = explain_no_match(&q.selector, &q.profile_type, &series);
+    anyhow::bail!(
+        "no {} series match {} in the before window ({} .. {}): nothing to compare (`scraper series` lists what there is){}",
+        q.profile_type.name,
+        q.selector,
+        crate::gocompat::time::rfc3339_millis(from),
+        crate::gocompat::time::rfc3339_millis(to),
+        hints.iter().map(|h| format!("; {h}")).collect::<String>()
+    )
 }
 
 /// The latest mark named `name`, from --store or the running scraper.
@@ -197,15 +258,15 @@ fn find_mark(args: &WindowCmd, name: &str) -> anyhow::Result<Mark> {
     )
 }
 
-/// Sleeps until `end + settle`, showing how much of the after window (`at..end`) has passed: a
-/// redrawn bar on a terminal, a line every tenth (at least 5 s apart) otherwise, so that a CI
-/// log shows the step is alive without filling up.
-fn wait_until(at: SystemTime, end: SystemTime, settle: Duration) {
-    let deadline = end + settle;
+/// Sleeps until `deadline` (the after window's end plus the settle time), showing how much of
+/// the after window (`at..end`) has passed: a redrawn bar on a terminal, a line every tenth (at
+/// least 5 s apart) otherwise, so that a CI log shows the step is alive without filling up.
+fn wait_until(at: SystemTime, end: SystemTime, deadline: SystemTime) {
     let now = SystemTime::now();
     let Ok(left) = deadline.duration_since(now) else {
         return;
     };
+    let settle = deadline.duration_since(end).unwrap_or_default();
     let tty = std::io::stderr().is_terminal();
     let total = end.duration_since(at).unwrap_or_default();
     eprintln!(

@@ -65,10 +65,67 @@ fn change(pct: Option<f64>, after: f64, stats: Option<&Change>) -> String {
     }
 }
 
+/// The most the markdown may be, in bytes (at least as many as characters): GitHub refuses
+/// comments over 65,536 characters, and a pipeline may wrap the report in words of its own.
+pub(super) const MAX_BYTES: usize = 60_000;
+
+/// Triggers listed per condition, as on standard error; the rest are counted.
+const TRIGGERS_SHOWN: usize = 10;
+
 pub(super) fn render(r: &Report, title: &str, top: usize, e: &Evaluation) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "### {}\n", text(title));
     let value = |v: f64| r.measure.format(v, &r.unit);
+    let mut out = head(r, title);
+    let tail = tail(r, e);
+    out.push_str(
+        "| function | flat before | flat after | flat change | flat verdict | cum before | cum after | cum change | cum verdict |\n",
+    );
+    out.push_str("|---|---:|---:|---:|---|---:|---:|---:|---|\n");
+    let wanted = if top == 0 {
+        r.rows.len()
+    } else {
+        top.min(r.rows.len())
+    };
+    // Rows while they fit, leaving room for the tail and the note on what was left out.
+    let budget = MAX_BYTES.saturating_sub(out.len() + tail.len() + 200);
+    let (mut shown, mut used) = (0, 0);
+    for row in &r.rows[..wanted] {
+        let line = format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            code(&row.function, true),
+            value(row.flat_before),
+            value(row.flat_after),
+            change(row.flat_change_pct, row.flat_after, row.flat_stats.as_ref()),
+            verdict(row.flat_stats.as_ref()),
+            value(row.cum_before),
+            value(row.cum_after),
+            change(row.cum_change_pct, row.cum_after, row.cum_stats.as_ref()),
+            verdict(row.cum_stats.as_ref()),
+        );
+        if used + line.len() > budget {
+            break;
+        }
+        used += line.len();
+        out.push_str(&line);
+        shown += 1;
+    }
+    if shown < r.rows.len() {
+        let _ = write!(out, "\n{shown} of {} functions shown", r.rows.len());
+        if shown < wanted {
+            out.push_str(
+                " (more would not fit in a pull-request comment; the JSON and HTML reports have them)",
+            );
+        }
+        out.push_str(".\n");
+    }
+    out.push_str(&tail);
+    out
+}
+
+/// The heading, the windows and the total.
+fn head(r: &Report, title: &str) -> String {
+    let mut out = String::new();
+    let value = |v: f64| r.measure.format(v, &r.unit);
+    let _ = writeln!(out, "### {}\n", text(title));
     let _ = writeln!(
         out,
         "`{}/{}`, {}.\n",
@@ -99,34 +156,13 @@ pub(super) fn render(r: &Report, title: &str, top: usize, e: &Evaluation) -> Str
             v => format!(", {v}"),
         }
     );
+    out
+}
 
-    let shown = if top == 0 {
-        r.rows.len()
-    } else {
-        top.min(r.rows.len())
-    };
-    out.push_str(
-        "| function | flat before | flat after | flat change | flat verdict | cum before | cum after | cum change | cum verdict |\n",
-    );
-    out.push_str("|---|---:|---:|---:|---|---:|---:|---:|---|\n");
-    for row in &r.rows[..shown] {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            code(&row.function, true),
-            value(row.flat_before),
-            value(row.flat_after),
-            change(row.flat_change_pct, row.flat_after, row.flat_stats.as_ref()),
-            verdict(row.flat_stats.as_ref()),
-            value(row.cum_before),
-            value(row.cum_after),
-            change(row.cum_change_pct, row.cum_after, row.cum_stats.as_ref()),
-            verdict(row.cum_stats.as_ref()),
-        );
-    }
-    if shown < r.rows.len() {
-        let _ = writeln!(out, "\n{shown} of {} functions shown.", r.rows.len());
-    }
+/// How the statistics were computed and the `--fail-on` results, up to [`TRIGGERS_SHOWN`]
+/// triggers per condition.
+fn tail(r: &Report, e: &Evaluation) -> String {
+    let mut out = String::new();
     match &r.statistics {
         Some(s) => {
             let _ = writeln!(
@@ -144,30 +180,34 @@ pub(super) fn render(r: &Report, title: &str, top: usize, e: &Evaluation) -> Str
             "\nNo statistics: the windows were compared as one merged profile each, so changes have no confidence intervals.\n",
         ),
     }
-    if !e.outcomes.is_empty() {
+    if e.outcomes.is_empty() {
+        return out;
+    }
+    out.push('\n');
+    if e.basis == Basis::Estimates {
+        out.push_str("Fail-on conditions judged on the point estimates (no statistics):\n\n");
+    } else if e.basis == Basis::NotEvaluated {
+        out.push_str("Fail-on conditions not evaluated (no statistics):\n\n");
+    }
+    for o in &e.outcomes {
+        let _ = write!(
+            out,
+            "- {} {}",
+            if o.held { "**FAILED**" } else { "passed" },
+            code(&o.condition, false)
+        );
+        for (i, t) in o.triggers.iter().take(TRIGGERS_SHOWN).enumerate() {
+            let name = match &t.function {
+                Some(f) => format!("{} {}", code(f, false), t.value),
+                None => "total".to_string(),
+            };
+            let sep = if i == 0 { ":" } else { ";" };
+            let _ = write!(out, "{sep} {name} {}", text(&t.change_text()));
+        }
+        if o.triggers.len() > TRIGGERS_SHOWN {
+            let _ = write!(out, "; and {} more", o.triggers.len() - TRIGGERS_SHOWN);
+        }
         out.push('\n');
-        if e.basis == Basis::Estimates {
-            out.push_str("Fail-on conditions judged on the point estimates (no statistics):\n\n");
-        } else if e.basis == Basis::NotEvaluated {
-            out.push_str("Fail-on conditions not evaluated (no statistics):\n\n");
-        }
-        for o in &e.outcomes {
-            let _ = write!(
-                out,
-                "- {} {}",
-                if o.held { "**FAILED**" } else { "passed" },
-                code(&o.condition, false)
-            );
-            for (i, t) in o.triggers.iter().enumerate() {
-                let name = match &t.function {
-                    Some(f) => format!("{} {}", code(f, false), t.value),
-                    None => "total".to_string(),
-                };
-                let sep = if i == 0 { ":" } else { ";" };
-                let _ = write!(out, "{sep} {name} {}", text(&t.change_text()));
-            }
-            out.push('\n');
-        }
     }
     out
 }

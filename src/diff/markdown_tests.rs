@@ -153,3 +153,40 @@ fn awkward_names_stay_in_their_cell() {
         assert_eq!(t[1][1][0], name, "{md}");
     }
 }
+
+#[test]
+fn long_reports_fit_in_a_comment() {
+    // 5,000 functions with long names, all increased: every one triggers `function=~.>1%`.
+    let mut r = fixture::report(false);
+    let template = r.rows[2].clone();
+    r.rows = (0..5_000)
+        .map(|i| {
+            let mut row = template.clone();
+            row.function = format!("github.com/example/module/internal/pkg{i}.(*Type).Method");
+            row
+        })
+        .collect();
+    let conditions = [Condition::parse("function=~.>1%").expect("parse")];
+    let e = evaluate(&r, &conditions, MissingStatistics::Estimates).expect("evaluate");
+    assert_eq!(e.outcomes[0].triggers.len(), 10_000, "flat and cum");
+    let md = render(&r, "t", 0, &e);
+    assert!(md.chars().count() <= 65_536, "{} characters", md.len());
+    assert!(md.len() <= MAX_BYTES, "{} bytes", md.len());
+    let t = tables(&md);
+    let rows = t[1].len() - 1;
+    assert!(rows > 100, "as many rows as fit: {rows}");
+    assert!(t[1][1..].iter().all(|r| r.len() == 9));
+    let text = prose(&md);
+    assert!(
+        text.contains(&format!(
+            "{rows} of 5000 functions shown (more would not fit"
+        )),
+        "{text}"
+    );
+    let failed = text
+        .lines()
+        .find(|l| l.starts_with("FAILED"))
+        .expect("the condition");
+    assert_eq!(failed.matches("pkg").count(), 10, "{failed}");
+    assert!(failed.ends_with("; and 9990 more"), "{failed}");
+}

@@ -54,14 +54,18 @@ pub fn parse_span(s: &str) -> Result<Duration, String> {
             let n: u64 = rest[..digits]
                 .parse()
                 .map_err(|_| format!("bad duration {s:?}"))?;
-            total += Duration::from_secs(n.saturating_mul(secs));
+            // Saturates like the multiplication: an absurd span is refused by its user
+            // (as too long), not a panic here.
+            total = total.saturating_add(Duration::from_secs(n.saturating_mul(secs)));
             rest = &rest[digits + 1..];
         }
     }
     if !rest.is_empty() {
-        total += crate::syntax::types::parse_duration(rest)
-            .map_err(|e| e.to_string())?
-            .get();
+        total = total.saturating_add(
+            crate::syntax::types::parse_duration(rest)
+                .map_err(|e| e.to_string())?
+                .get(),
+        );
     } else if total.is_zero() {
         return Err(format!("bad duration {s:?}"));
     }
@@ -114,8 +118,19 @@ mod tests {
             "nowé",
             "nowé1h",
             "now+99999999999999w",
+            "now+18446744073709551615w18446744073709551615d1h",
         ] {
             assert!(parse_time(bad, now).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn huge_spans_saturate() {
+        for s in [
+            "18446744073709551615w18446744073709551615d",
+            "18446744073709551615w1h",
+        ] {
+            assert_eq!(parse_span(s), Ok(Duration::MAX), "{s}");
         }
     }
 
