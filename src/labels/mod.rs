@@ -137,8 +137,7 @@ impl LabelSet {
         }
         // The hint may also be where the name would go: a source label most targets lack
         // (an optional annotation) is then known absent from two comparisons, not a search.
-        let before = |i: usize| self.labels.get(i).is_none_or(|(n, _)| name < n.as_str());
-        if h <= self.labels.len() && before(h) && (h == 0 || self.labels[h - 1].0.as_str() < name) {
+        if self.is_gap(h, name) {
             return None;
         }
         match self.find(name) {
@@ -151,6 +150,15 @@ impl LabelSet {
                 None
             }
         }
+    }
+
+    /// True when `name` is absent and would be inserted at `i`: the names around `i` sort
+    /// before and after it.
+    fn is_gap(&self, i: usize, name: &str) -> bool {
+        let l = &self.labels;
+        i <= l.len()
+            && l.get(i).is_none_or(|(n, _)| name < n.as_str())
+            && (i == 0 || l[i - 1].0.as_str() < name)
     }
 
     /// [`set_shared`](Self::set_shared) with a position hint (see [`get_hinted`](Self::get_hinted)).
@@ -171,6 +179,12 @@ impl LabelSet {
             if slot.1 != value {
                 self.labels_mut()[h].1 = value;
             }
+            return;
+        }
+        // A rule adding a label the targets lack (`namespace`, `pod`...) finds the hint to be
+        // where it goes: two comparisons instead of a search.
+        if self.is_gap(h, name) {
+            self.labels_mut().insert(h, (name.clone(), value));
             return;
         }
         let i = match self.find(name) {
@@ -617,6 +631,25 @@ mod tests {
             held,
             &shared_name("__from_unshared_test_other")
         ));
+    }
+
+    #[test]
+    fn hints_are_only_guesses() {
+        let base = set(&[("a", "1"), ("c", "3"), ("e", "5")]);
+        // Every hint, right, a gap, wrong or out of range, for present and absent names.
+        for hint in 0..6 {
+            for name in ["0", "a", "b", "c", "d", "e", "f"] {
+                let h = AtomicUsize::new(hint);
+                assert_eq!(base.get_hinted(name, &h).map(|v| v.as_str()), base.get(name));
+                let mut got = base.clone();
+                let h = AtomicUsize::new(hint);
+                got.set_shared_hinted(&shared_name(name), LabelValue::new("x"), &h);
+                let mut want = base.clone();
+                want.set(name, "x");
+                assert_eq!(got, want, "{name} with hint {hint}");
+                assert_eq!(base, set(&[("a", "1"), ("c", "3"), ("e", "5")]));
+            }
+        }
     }
 
     #[test]

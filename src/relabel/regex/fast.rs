@@ -82,16 +82,29 @@ impl Split {
             return None;
         }
         // P1 can only cover the leading run of its characters.
-        let run = hay
-            .char_indices()
-            .find(|&(_, c)| !self.first.set.contains(c))
-            .map_or(hay.len(), |(i, _)| i);
+        let run = if self.first.set.any {
+            hay.len()
+        } else {
+            hay.char_indices()
+                .find(|&(_, c)| !self.first.set.contains(c))
+                .map_or(hay.len(), |(i, _)| i)
+        };
         let last = run.min(hay.len() - lit.len());
         let ok = |q: usize| {
             hay.as_bytes()[q..].starts_with(lit)
                 && count_at_least(&hay[..q], self.first.min)
                 && self.all_second(&hay[q + lit.len()..])
         };
+        // A one-character literal (`:`, `@`) cannot overlap itself, so its occurrences, found
+        // by the library's search, are every candidate: no test at each position.
+        if self.literal.chars().nth(1).is_none() {
+            let at = |(q, _): (usize, &str)| (q <= last && ok(q)).then_some(q);
+            return if self.first.greedy {
+                hay.rmatch_indices(&*self.literal).find_map(at)
+            } else {
+                hay.match_indices(&*self.literal).find_map(at)
+            };
+        }
         if self.first.greedy {
             (0..=last).rev().find(|&q| ok(q))
         } else {
