@@ -640,7 +640,10 @@ mod tests {
         for hint in 0..6 {
             for name in ["0", "a", "b", "c", "d", "e", "f"] {
                 let h = AtomicUsize::new(hint);
-                assert_eq!(base.get_hinted(name, &h).map(|v| v.as_str()), base.get(name));
+                assert_eq!(
+                    base.get_hinted(name, &h).map(|v| v.as_str()),
+                    base.get(name)
+                );
                 let mut got = base.clone();
                 let h = AtomicUsize::new(hint);
                 got.set_shared_hinted(&shared_name(name), LabelValue::new("x"), &h);
