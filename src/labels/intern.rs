@@ -5,19 +5,21 @@
 //! keys...) thousands of times. Giving every target its own copy of each name costs memory and,
 //! worse, spreads the names over the heap: every lookup's binary search then compares against
 //! names that are not in cache (the relabel benchmark spent a quarter of its time there). So a
-//! name is stored once and every set holds a handle to it, which also makes copying a set touch
-//! only a few hot reference counts.
+//! name is stored once and every set holds a handle to it. Because the table only grows and is
+//! never freed, a stored name lives as long as the process and the handle is a `&'static str`:
+//! copying or dropping it counts nothing (see `name.rs` for why that matters).
 //!
-//! The table only grows and is never freed, so it is capped: past [`CAP`] distinct names (a
+//! Being never freed, the table is capped: past [`CAP`] distinct names (a
 //! config generating label names from values, say) new names are simply not shared, and a flag
 //! set when the cap is reached keeps such lookups off the write lock. Names a network client
 //! chooses (push and ingest labels) are not interned at all (`LabelSet::from_unshared`), and the
 //! table's hash is seeded per process, so nobody can aim colliding names at it from outside.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{OnceLock, RwLock};
 
 use super::LabelName;
 
@@ -62,9 +64,10 @@ impl BuildHasher for Seeded {
     }
 }
 
-/// A capped table of shared names.
+/// A capped table of shared names. Each is leaked on insertion: the table keeps it for the
+/// life of the process anyway, and the `'static` lifetime is what lets handles skip counting.
 struct Interner {
-    names: RwLock<HashSet<LabelName, Seeded>>,
+    names: RwLock<HashSet<&'static str, Seeded>>,
     /// Set once `names` holds `cap` names (it never shrinks): new names then skip the write
     /// lock, which every unshared name would otherwise take on every lookup.
     full: AtomicBool,
@@ -82,37 +85,44 @@ impl Interner {
 
     fn name(&self, name: &str) -> LabelName {
         if let Some(n) = crate::sync::read(&self.names).get(name) {
-            return n.clone();
+            return LabelName::from_static(n);
         }
         if self.full.load(Ordering::Acquire) {
-            return Arc::from(name);
+            return LabelName::from(name);
         }
-        self.insert(Arc::from(name))
+        self.insert(name).unwrap_or_else(|| LabelName::from(name))
     }
 
     fn shared(&self, owned: LabelName) -> LabelName {
+        if owned.as_static().is_some() {
+            return owned;
+        }
         if let Some(n) = crate::sync::read(&self.names).get(&*owned) {
-            return n.clone();
+            return LabelName::from_static(n);
         }
         if self.full.load(Ordering::Acquire) {
             return owned;
         }
-        self.insert(owned)
+        self.insert(&owned).unwrap_or(owned)
     }
 
-    /// Remembers `owned` unless another thread was first or the table is full.
-    fn insert(&self, owned: LabelName) -> LabelName {
+    /// The shared handle of `name`, stored now unless another thread was first; `None` when the
+    /// table is full.
+    fn insert(&self, name: &str) -> Option<LabelName> {
         let mut t = crate::sync::write(&self.names);
-        if let Some(n) = t.get(&*owned) {
-            return n.clone();
-        }
-        if t.len() < self.cap {
-            t.insert(owned.clone());
+        if let Some(n) = t.get(name) {
+            return Some(LabelName::from_static(n));
         }
         if t.len() >= self.cap {
             self.full.store(true, Ordering::Release);
+            return None;
         }
-        owned
+        let stored: &'static str = Box::leak(Box::from(name));
+        t.insert(stored);
+        if t.len() >= self.cap {
+            self.full.store(true, Ordering::Release);
+        }
+        Some(LabelName::from_static(stored))
     }
 }
 
@@ -121,9 +131,40 @@ fn table() -> &'static Interner {
     NAMES.get_or_init(|| Interner::new(CAP))
 }
 
+/// Slots of [`RECENT`]: a power of two, above the names one rule list writes.
+const RECENT_SLOTS: usize = 64;
+
+thread_local! {
+    /// Names this thread looked up lately, by a cheap hash of their text: `labelmap` looks up
+    /// the same new names for every target, and a hit here is one comparison instead of a
+    /// seeded hash and the table's lock. Only shared (`'static`) names are kept, so an entry
+    /// is never stale.
+    static RECENT: [Cell<Option<&'static str>>; RECENT_SLOTS] =
+        const { [const { Cell::new(None) }; RECENT_SLOTS] };
+}
+
+/// [`RECENT`]'s slot for `name`: its length, last and middle bytes (names of one rule list
+/// differ in those far more often than not; a collision only costs a table lookup).
+fn recent_slot(name: &str) -> usize {
+    let b = name.as_bytes();
+    let (last, mid) = (b.last().copied(), b.get(b.len() / 2).copied());
+    let h = b.len().wrapping_mul(31) ^ usize::from(last.unwrap_or(0));
+    (h.wrapping_mul(31) ^ usize::from(mid.unwrap_or(0))) & (RECENT_SLOTS - 1)
+}
+
 /// The shared handle for `name`, allocated (and remembered) on first use.
 pub(super) fn name(name: &str) -> LabelName {
-    table().name(name)
+    let slot = recent_slot(name);
+    if let Some(hit) = RECENT.with(|r| r[slot].get())
+        && hit == name
+    {
+        return LabelName::from_static(hit);
+    }
+    let found = table().name(name);
+    if let Some(s) = found.as_static() {
+        RECENT.with(|r| r[slot].set(Some(s)));
+    }
+    found
 }
 
 /// The shared handle for a name already allocated: `owned` itself if the name is new.
@@ -134,19 +175,20 @@ pub(super) fn shared(owned: LabelName) -> LabelName {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::mpsc;
+    use std::sync::{Arc, mpsc};
     use std::time::Duration;
 
     #[test]
     fn one_allocation_per_name() {
         let a = name("__intern_test_a");
         let b = name("__intern_test_a");
-        assert!(Arc::ptr_eq(&a, &b));
-        let c = shared(Arc::from("__intern_test_a"));
-        assert!(Arc::ptr_eq(&a, &c));
-        let d = shared(Arc::from("__intern_test_d"));
-        assert!(Arc::ptr_eq(&d, &name("__intern_test_d")));
-        assert!(!Arc::ptr_eq(&a, &d));
+        assert!(LabelName::ptr_eq(&a, &b));
+        assert!(a.as_static().is_some(), "a shared name counts nothing");
+        let c = shared(LabelName::from("__intern_test_a"));
+        assert!(LabelName::ptr_eq(&a, &c));
+        let d = shared(LabelName::from("__intern_test_d"));
+        assert!(LabelName::ptr_eq(&d, &name("__intern_test_d")));
+        assert!(!LabelName::ptr_eq(&a, &d));
     }
 
     #[test]
@@ -161,14 +203,18 @@ mod tests {
     fn a_full_table_shares_old_names_and_leaves_the_write_lock_alone() {
         let t = Arc::new(Interner::new(2));
         let a = t.name("a");
-        let b = t.shared(Arc::from("b"));
+        let b = t.shared(LabelName::from("b"));
         assert!(t.full.load(Ordering::Acquire), "full at the cap");
         let c1 = t.name("c");
-        let c2 = t.shared(Arc::from("c"));
-        assert!(!Arc::ptr_eq(&c1, &c2), "past the cap a name is not shared");
+        let c2 = t.shared(LabelName::from("c"));
+        assert!(
+            !LabelName::ptr_eq(&c1, &c2),
+            "past the cap a name is not shared"
+        );
+        assert!(c1.as_static().is_none() && c2.as_static().is_none());
         assert_eq!((&*c1, &*c2), ("c", "c"));
-        assert!(Arc::ptr_eq(&a, &t.name("a")));
-        assert!(Arc::ptr_eq(&b, &t.name("b")));
+        assert!(LabelName::ptr_eq(&a, &t.name("a")));
+        assert!(LabelName::ptr_eq(&b, &t.name("b")));
 
         // With a read guard held elsewhere, a lookup that took the write lock would block:
         // new names past the cap must come back anyway (hang guard, not a timing assertion).
@@ -177,7 +223,7 @@ mod tests {
         let t2 = Arc::clone(&t);
         let worker = std::thread::spawn(move || {
             let d = t2.name("d");
-            let e = t2.shared(Arc::from("e"));
+            let e = t2.shared(LabelName::from("e"));
             let _ = tx.send((d.to_string(), e.to_string()));
         });
         let got = rx.recv_timeout(Duration::from_secs(30));

@@ -4,10 +4,12 @@
 //! * a `Vec` of `(name, value)` pairs kept **sorted by name** with unique names, so a lookup is a
 //!   binary search over contiguous memory and iteration is already in Prometheus' sorted order
 //!   (which `labelmap` depends on when two names map to the same new name);
-//! * names and values are `Arc<str>`, and names are shared process-wide (`intern`: one
-//!   allocation per distinct name, so lookups compare against names in cache): cloning a target (the discovery component hands the same
-//!   targets to every consumer) costs reference-count bumps, not string copies, and a rule's
-//!   fixed `target_label` is allocated once at load time and shared by every target it writes;
+//! * names are shared process-wide (`intern`: one allocation per distinct name, held as
+//!   `&'static str`, so lookups compare against names in cache and copying a name counts
+//!   nothing); values up to 22 bytes are stored in the pair itself and longer ones are
+//!   `Arc<str>` (`value`). Copying a pair is then a plain copy for all but the long values (one
+//!   reference-count bump each), and a rule's fixed `target_label` is looked up once at load
+//!   time and shared by every target it writes;
 //! * setting or deleting one label shifts the tail of the vector in place; nothing rebuilds the
 //!   whole set per rule (Prometheus 2.x copies the whole set for every rule that changes it);
 //! * the vector itself is shared copy-on-write: cloning a set is one reference-count bump, and
@@ -29,32 +31,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::de::{Deserialize, Deserializer};
 
 mod intern;
+mod merge;
+mod name;
+mod value;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-/// A label name. Shared, because the same names recur across thousands of targets.
-pub type LabelName = Arc<str>;
-/// A label value.
-pub type LabelValue = Arc<str>;
-
-/// Merges sorted `old` pairs and sorted unique `adds` into `out`; an add replaces the old pair
-/// of the same name.
-fn merge_into(
-    out: &mut Vec<(LabelName, LabelValue)>,
-    old: impl Iterator<Item = (LabelName, LabelValue)>,
-    adds: &[(&str, LabelValue)],
-) {
-    let mut adds = adds.iter().peekable();
-    for (n, v) in old {
-        while let Some((an, av)) = adds.next_if(|(an, _)| **an < *n) {
-            out.push((intern::name(an), av.clone()));
-        }
-        match adds.next_if(|(an, _)| **an == *n) {
-            Some((_, av)) => out.push((n, av.clone())),
-            None => out.push((n, v)),
-        }
-    }
-    out.extend(adds.map(|(an, av)| (intern::name(an), av.clone())));
-}
+pub use name::LabelName;
+pub use value::LabelValue;
 
 /// `a == b`, answered without reading the bytes when both are the same shared name.
 fn same_name(a: &LabelName, b: &str) -> bool {
@@ -152,13 +135,30 @@ impl LabelSet {
         {
             return Some(v);
         }
+        // The hint may also be where the name would go: a source label most targets lack
+        // (an optional annotation) is then known absent from two comparisons, not a search.
+        if self.is_gap(h, name) {
+            return None;
+        }
         match self.find(name) {
             Ok(i) => {
                 hint.store(i, Ordering::Relaxed);
                 Some(&self.labels[i].1)
             }
-            Err(_) => None,
+            Err(i) => {
+                hint.store(i, Ordering::Relaxed);
+                None
+            }
         }
+    }
+
+    /// True when `name` is absent and would be inserted at `i`: the names around `i` sort
+    /// before and after it.
+    fn is_gap(&self, i: usize, name: &str) -> bool {
+        let l = &self.labels;
+        i <= l.len()
+            && l.get(i).is_none_or(|(n, _)| name < n.as_str())
+            && (i == 0 || l[i - 1].0.as_str() < name)
     }
 
     /// [`set_shared`](Self::set_shared) with a position hint (see [`get_hinted`](Self::get_hinted)).
@@ -179,6 +179,12 @@ impl LabelSet {
             if slot.1 != value {
                 self.labels_mut()[h].1 = value;
             }
+            return;
+        }
+        // A rule adding a label the targets lack (`namespace`, `pod`...) finds the hint to be
+        // where it goes: two comparisons instead of a search.
+        if self.is_gap(h, name) {
+            self.labels_mut().insert(h, (name.clone(), value));
             return;
         }
         let i = match self.find(name) {
@@ -217,12 +223,12 @@ impl LabelSet {
                 // Skip the allocation when the value is unchanged (common for rules that
                 // normalise an already-normal value).
                 if &*self.labels[i].1 != value {
-                    self.labels_mut()[i].1 = Arc::from(value);
+                    self.labels_mut()[i].1 = LabelValue::new(value);
                 }
             }
             Err(i) => self
                 .labels_mut()
-                .insert(i, (intern::name(name), Arc::from(value))),
+                .insert(i, (intern::name(name), LabelValue::new(value))),
         }
     }
 
@@ -271,15 +277,15 @@ impl LabelSet {
             }
             return;
         }
-        if adds.iter().all(|(n, v)| self.get_shared(n) == Some(v)) {
+        if merge::all_present(&self.labels, adds) {
             return;
         }
         let mut out = Vec::with_capacity(self.labels.len() + adds.len() + HEADROOM);
         // One pass either way: the pairs move out of a set of our own, or are cloned straight
         // out of a shared one (no intermediate copy).
         match Arc::get_mut(&mut self.labels) {
-            Some(own) => merge_into(&mut out, std::mem::take(own).into_iter(), adds),
-            None => merge_into(&mut out, self.labels.iter().cloned(), adds),
+            Some(own) => merge::merge(&mut out, std::mem::take(own).into_iter(), adds),
+            None => merge::merge(&mut out, self.labels.iter(), adds),
         }
         self.labels = Arc::new(out);
     }
@@ -392,7 +398,7 @@ impl<K: Borrow<str>, V: Borrow<str>> From<&BTreeMap<K, V>> for LabelSet {
         let labels = map
             .iter()
             .filter(|(_, v)| !Borrow::<str>::borrow(*v).is_empty())
-            .map(|(k, v)| (intern::name(k.borrow()), Arc::from(v.borrow())))
+            .map(|(k, v)| (intern::name(k.borrow()), LabelValue::new(v.borrow())))
             .collect();
         LabelSet {
             labels: Arc::new(labels),
@@ -506,9 +512,9 @@ mod tests {
         assert!(!s.contains("b"));
         assert_eq!(s.remove("a").as_deref(), Some("1"));
         assert_eq!(s.remove("a"), None);
-        let name: LabelName = Arc::from("d");
-        s.set_shared(&name, Arc::from("4"));
-        s.set_shared(&name, Arc::from(""));
+        let name = LabelName::from("d");
+        s.set_shared(&name, LabelValue::new("4"));
+        s.set_shared(&name, LabelValue::new(""));
         assert_eq!(s.to_map().len(), 1);
     }
 
@@ -556,7 +562,7 @@ mod tests {
         ];
         for (start, adds, want) in cases {
             let adds: Vec<(&str, LabelValue)> =
-                adds.iter().map(|(n, v)| (*n, Arc::from(*v))).collect();
+                adds.iter().map(|(n, v)| (*n, LabelValue::new(v))).collect();
             let mut merged = set(start);
             let original = merged.clone();
             merged.set_sorted(&adds);
@@ -598,7 +604,7 @@ mod tests {
         ];
         for (start, adds, want) in cases {
             let adds: Vec<(&str, LabelValue)> =
-                adds.iter().map(|(n, v)| (*n, Arc::from(*v))).collect();
+                adds.iter().map(|(n, v)| (*n, LabelValue::new(v))).collect();
             let mut merged = set(start);
             merged.set_sorted(&adds);
             assert_eq!(merged, set(want), "{start:?} + {adds:?}");
@@ -618,13 +624,35 @@ mod tests {
         let name = "__from_unshared_test_name";
         let s = LabelSet::from_unshared([(name, "v")]);
         let held = &s.iter_shared().next().expect("one label").0;
-        assert!(!Arc::ptr_eq(held, &shared_name(name)));
+        assert!(!LabelName::ptr_eq(held, &shared_name(name)));
         let interned: LabelSet = [("__from_unshared_test_other", "v")].into_iter().collect();
         let held = &interned.iter_shared().next().expect("one label").0;
-        assert!(Arc::ptr_eq(
+        assert!(LabelName::ptr_eq(
             held,
             &shared_name("__from_unshared_test_other")
         ));
+    }
+
+    #[test]
+    fn hints_are_only_guesses() {
+        let base = set(&[("a", "1"), ("c", "3"), ("e", "5")]);
+        // Every hint, right, a gap, wrong or out of range, for present and absent names.
+        for hint in 0..6 {
+            for name in ["0", "a", "b", "c", "d", "e", "f"] {
+                let h = AtomicUsize::new(hint);
+                assert_eq!(
+                    base.get_hinted(name, &h).map(|v| v.as_str()),
+                    base.get(name)
+                );
+                let mut got = base.clone();
+                let h = AtomicUsize::new(hint);
+                got.set_shared_hinted(&shared_name(name), LabelValue::new("x"), &h);
+                let mut want = base.clone();
+                want.set(name, "x");
+                assert_eq!(got, want, "{name} with hint {hint}");
+                assert_eq!(base, set(&[("a", "1"), ("c", "3"), ("e", "5")]));
+            }
+        }
     }
 
     #[test]
@@ -636,7 +664,7 @@ mod tests {
         b.set("a", "1");
         b.remove("zz");
         b.retain(|_, _| true);
-        b.set_sorted(&[("b", Arc::from("2"))]);
+        b.set_sorted(&[("b", LabelValue::new("2"))]);
         assert!(Arc::ptr_eq(&a.labels, &b.labels));
         // A real change copies, and only the clone changes.
         b.retain(|n, _| n != "b");

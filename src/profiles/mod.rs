@@ -99,7 +99,7 @@ fn label_set_of(mut labels: Vec<Label>) -> (LabelSet, Vec<LabelName>) {
     let mut duplicates: Vec<LabelName> = Vec::new();
     for w in labels.windows(2) {
         if w[0].0 == w[1].0 && duplicates.last().is_none_or(|d| **d != *w[0].0) {
-            duplicates.push(Arc::from(w[0].0.as_str()));
+            duplicates.push(LabelName::from(w[0].0.as_str()));
         }
     }
     // Not interned: push and ingest clients choose these names, and a client must not be able
@@ -265,7 +265,7 @@ mod tests {
             &la.iter_shared().next().expect("a label").0,
             &lb.iter_shared().next().expect("a label").0,
         );
-        assert!(Arc::ptr_eq(na, nb));
+        assert!(LabelName::ptr_eq(na, nb));
         fan.set(vec![rb]);
         fan.append(vec![p.clone()]);
         assert_eq!(a.got().len(), 1);
@@ -280,7 +280,7 @@ mod tests {
         let name = "__profile_new_client_chosen_name";
         let p = Profile::new(vec![(name.into(), "v".into())], Vec::new());
         let held = &p.labels.iter_shared().next().expect("a label").0;
-        assert!(!Arc::ptr_eq(held, &crate::labels::shared_name(name)));
+        assert!(!LabelName::ptr_eq(held, &crate::labels::shared_name(name)));
     }
 
     #[test]
@@ -307,7 +307,7 @@ mod tests {
             p.labels.iter().collect::<Vec<_>>(),
             [("b", "3"), ("c", "x"), ("d", "1")]
         );
-        assert_eq!(p.duplicate_labels, [Arc::<str>::from("b")]);
+        assert_eq!(p.duplicate_labels, [LabelName::from("b")]);
         assert_eq!(p.label("b"), Some("3"));
         assert_eq!(p.label("a"), None);
         let q = Profile::with_labels(p.labels.clone(), Vec::new());

@@ -1,7 +1,5 @@
 //! Running rules over a target: the 11 actions.
 
-use std::sync::Arc;
-
 use super::case;
 use super::md5;
 use super::regex::Captures;
@@ -193,7 +191,7 @@ fn apply(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) -> bool {
         Action::HashMod => {
             let v = source_value(rule, labels, &mut scratch.joined);
             let h = md5::hashmod(v.as_bytes(), rule.modulus);
-            set_fixed(rule, labels, Arc::from(h.to_string()));
+            set_fixed(rule, labels, LabelValue::from(h.to_string()));
             true
         }
         Action::Lowercase | Action::Uppercase => {
@@ -204,7 +202,7 @@ fn apply(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) -> bool {
                 case::to_upper(v)
             };
             // An empty result deletes the target (set_shared treats "" as delete).
-            set_fixed(rule, labels, Arc::from(mapped));
+            set_fixed(rule, labels, LabelValue::from(mapped));
             true
         }
         Action::LabelMap => {
@@ -257,7 +255,7 @@ fn replace(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) {
                 if expanded.is_empty() {
                     return;
                 }
-                Arc::from(expanded.as_str())
+                LabelName::from(expanded.as_str())
             }
         };
         let value = if let Some(lit) = &rule.replacement_literal {
@@ -271,7 +269,7 @@ fn replace(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) {
         } else {
             expanded.clear();
             rule.replacement.expand_into(v, caps, expanded);
-            (!expanded.is_empty()).then(|| Arc::from(expanded.as_str()))
+            (!expanded.is_empty()).then(|| LabelValue::new(expanded))
         };
         (name, value)
     };
@@ -322,7 +320,14 @@ fn label_map(rule: &Rule, labels: &mut LabelSet, scratch: &mut Scratch) {
         mapped.push((start, mapped_names.len(), value.clone()));
     }
     // Later writes win: sort by new name keeping source order among equals, keep the last.
-    mapped.sort_by(|a, b| mapped_names[a.0..a.1].cmp(&mapped_names[b.0..b.1]));
+    // Stripping a common prefix (the usual rule) keeps the source order, which is sorted: one
+    // pass to see that is cheaper than a sort's comparisons.
+    let by_name = |a: &(usize, usize, LabelValue), b: &(usize, usize, LabelValue)| {
+        mapped_names[a.0..a.1].cmp(&mapped_names[b.0..b.1])
+    };
+    if !mapped.is_sorted_by(|a, b| by_name(a, b).is_le()) {
+        mapped.sort_by(by_name);
+    }
     let mut adds: Vec<(&str, LabelValue)> = Vec::with_capacity(mapped.len());
     for (start, end, value) in mapped.drain(..) {
         let name = &mapped_names[start..end];

@@ -29,11 +29,13 @@
 //! # Performance design
 //!
 //! Measured in `benches/relabel.rs` / `bench/relabel.sh` (see docs/PERFORMANCE.md).
-//! * [`LabelSet`]: sorted `Vec` of `Arc<str>` pairs; cloning a target bumps reference counts,
-//!   a rule's fixed target name is shared, a `replace` that copies a whole label value shares
-//!   the value instead of copying it, and each rule keeps position hints for its source and
-//!   target labels (targets of one update share their shape) before falling back to binary
-//!   search.
+//! * [`LabelSet`]: a copy-on-write sorted `Vec` of pairs whose names are `&'static str` from
+//!   the process-wide table and whose values are inline up to 22 bytes (`Arc<str>` beyond), so
+//!   copying a target at its first change touches no reference count for most pairs; a rule's
+//!   fixed target name is shared, a `replace` that copies a whole label value shares the value
+//!   instead of copying it, and each rule keeps position hints for its source and target labels
+//!   (targets of one update share their shape; a hint can also be where an absent label would
+//!   go) before falling back to binary search.
 //! * Regexes are compiled once per rule. Common shapes skip the automaton: a literal
 //!   (`keep` on `opentelemetry-collector`) is a string comparison, `(.*)` matches everything
 //!   with group 1 = the value, and `(C1+)LITERAL(C2+)` (`(.+):(\d+)`, `(.*)@(.*)`) is a

@@ -3,8 +3,8 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -236,7 +236,7 @@ impl Rule {
             Target::Fixed(crate::labels::shared_name(&config.target_label))
         };
         let replacement = Template::compile(&config.replacement, &regex);
-        let replacement_literal = replacement.as_literal().map(Arc::from);
+        let replacement_literal = replacement.as_literal().map(LabelValue::from);
         let groups_needed = match &target {
             Target::Template(t) => t.groups_needed(),
             Target::Fixed(_) => 0,

@@ -18,6 +18,8 @@ use super::parse::Node;
 struct CharSet {
     ascii: [bool; 128],
     class: ClassUnicode,
+    /// Every character (`.` under the wrapper's `(?s)`): membership needs no look at all.
+    any: bool,
 }
 
 impl CharSet {
@@ -29,7 +31,13 @@ impl CharSet {
                 ascii[b as usize] = true;
             }
         }
-        CharSet { ascii, class }
+        let any = class.ranges().first().is_some_and(|r| r.start() == '\0')
+            && class.ranges().last().is_some_and(|r| r.end() == char::MAX)
+            && class.ranges().windows(2).all(|w| {
+                w[0].end() as u32 + 1 >= w[1].start() as u32
+                    || w[0].end() == '\u{D7FF}' && w[1].start() == '\u{E000}'
+            });
+        CharSet { ascii, class, any }
     }
 
     fn contains(&self, c: char) -> bool {
@@ -74,16 +82,29 @@ impl Split {
             return None;
         }
         // P1 can only cover the leading run of its characters.
-        let run = hay
-            .char_indices()
-            .find(|&(_, c)| !self.first.set.contains(c))
-            .map_or(hay.len(), |(i, _)| i);
+        let run = if self.first.set.any {
+            hay.len()
+        } else {
+            hay.char_indices()
+                .find(|&(_, c)| !self.first.set.contains(c))
+                .map_or(hay.len(), |(i, _)| i)
+        };
         let last = run.min(hay.len() - lit.len());
         let ok = |q: usize| {
             hay.as_bytes()[q..].starts_with(lit)
                 && count_at_least(&hay[..q], self.first.min)
                 && self.all_second(&hay[q + lit.len()..])
         };
+        // A one-character literal (`:`, `@`) cannot overlap itself, so its occurrences, found
+        // by the library's search, are every candidate: no test at each position.
+        if self.literal.chars().nth(1).is_none() {
+            let at = |(q, _): (usize, &str)| (q <= last && ok(q)).then_some(q);
+            return if self.first.greedy {
+                hay.rmatch_indices(&*self.literal).find_map(at)
+            } else {
+                hay.match_indices(&*self.literal).find_map(at)
+            };
+        }
         if self.first.greedy {
             (0..=last).rev().find(|&q| ok(q))
         } else {
@@ -99,6 +120,10 @@ impl Split {
 impl Part {
     /// True when `s` is all this part's characters, at least `min` of them.
     fn covers(&self, s: &str) -> bool {
+        if self.set.any {
+            // `.+` after a prefix (`labelmap`'s usual regex): only the count matters.
+            return count_at_least(s, self.min);
+        }
         if s.is_ascii() {
             // The common case (label names, most values): a table lookup per byte.
             return s.len() >= self.min as usize && s.bytes().all(|b| self.set.ascii[b as usize]);
