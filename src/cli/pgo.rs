@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
@@ -15,6 +16,7 @@ use super::pgo_output::{single_path, split_paths};
 use super::source::{Progress, QueryArgs, RangeArgs, SourceArgs};
 use crate::pprof::pgo::{PgoOptions, to_pgo};
 use crate::pprof::pgo_assess::{Problem, Thresholds, assess, empty_pgo};
+use crate::pprof::pgo_edges::{EdgeGraph, GO_HOT_CDF_PERCENT};
 use crate::pprof::pgo_trim::{TrimSummary, trim_bytes, trim_edges};
 use crate::pprof::proto::Profile;
 use crate::query::pgo::{split_values, top_windows, with_label};
@@ -60,16 +62,17 @@ struct BuildArgs {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     aggregate_callees: bool,
     /// Merge only the N windows with the most CPU (per second) instead of the whole range.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     top_windows: Option<usize>,
-    /// Length of the windows --top-windows ranks.
+    /// Length of the windows --top-windows ranks (a shorter last window joins the one before).
     #[arg(
         long,
         value_name = "DURATION",
         default_value = "5m",
-        requires = "top_windows"
+        requires = "top_windows",
+        value_parser = positive_span
     )]
-    window: String,
+    window: Duration,
     /// Write one profile per value of this label (one workload each).
     #[arg(long, value_name = "LABEL")]
     split_by: Option<String>,
@@ -77,14 +80,14 @@ struct BuildArgs {
     #[arg(long, value_name = "N")]
     max_edges: Option<usize>,
     /// Keep as many of the hottest call edges as fit in this size, gzipped ("64KiB").
-    #[arg(long, value_name = "SIZE")]
-    max_bytes: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    max_bytes: Option<usize>,
     /// Refuse a profile with less CPU time than this (too few samples to tell hot calls from
     /// chance).
-    #[arg(long, value_name = "DURATION", default_value = "1s")]
-    min_cpu: String,
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = span)]
+    min_cpu: Duration,
     /// Refuse a trimmed profile that kept less than this percentage of the call-edge weight.
-    #[arg(long, value_name = "PERCENT", default_value_t = 50.0)]
+    #[arg(long, value_name = "PERCENT", default_value = "50", value_parser = percent)]
     min_kept: f64,
     /// Fail open: write an empty profile (Go builds as without PGO) instead of failing when the
     /// result is empty or unrepresentative, warn, and exit 0.
@@ -118,12 +121,7 @@ fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let q = args.range.query(&args.query)?;
     let source = args.source.open()?;
     let thresholds = Thresholds {
-        min_cpu_nanos: i64::try_from(
-            crate::query::time::parse_span(&args.min_cpu)
-                .map_err(|e| anyhow::anyhow!("--min-cpu: {e}"))?
-                .as_nanos(),
-        )
-        .unwrap_or(i64::MAX),
+        min_cpu_nanos: i64::try_from(args.min_cpu.as_nanos()).unwrap_or(i64::MAX),
         min_kept_share: (args.min_kept / 100.0).clamp(0.0, 1.0),
     };
     let mut built = Vec::new();
@@ -178,7 +176,9 @@ fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     for b in &built {
         let profile = match &b.problem {
             Some(problem) => {
-                eprintln!(
+                // On stdout: it describes a file written, which may be stderr itself
+                // (`-o /dev/stderr 2> default.pgo`).
+                println!(
                     "warning: {}: {problem}; --allow-empty: wrote an empty profile (Go builds as without PGO)",
                     b.what
                 );
@@ -194,8 +194,48 @@ fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+// Value parsers: bad values are bad usage, which clap reports (exit 2) before any query runs.
+
+/// A count of at least one.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("{s:?} is not a whole number of at least 1")),
+    }
+}
+
+/// A duration ("5m", "1h30m", "2d").
+fn span(s: &str) -> Result<Duration, String> {
+    crate::query::time::parse_span(s)
+}
+
+/// A duration longer than zero.
+fn positive_span(s: &str) -> Result<Duration, String> {
+    let d = span(s)?;
+    if d.is_zero() {
+        return Err("the duration must be longer than zero".into());
+    }
+    Ok(d)
+}
+
+/// A byte size ("64KiB", "100000").
+fn size(s: &str) -> Result<usize, String> {
+    let n = crate::runtime::size::parse_size(s)?;
+    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// A percentage, 0 to 100 (no NaN).
+pub(super) fn percent(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("{s:?} is not a percentage between 0 and 100")),
+    }
+}
+
+/// Refuses to overwrite an existing file without `--force`. Paths under /dev (`/dev/stdout`,
+/// `/dev/stderr`, `/dev/fd/N`) are streams the caller chose, never files clobbered by mistake.
 fn refuse_existing(path: &std::path::Path, force: bool) -> anyhow::Result<()> {
-    if !force && path.exists() {
+    if !force && !path.starts_with("/dev") && path.exists() {
         anyhow::bail!("{} exists (use --force to overwrite)", path.display());
     }
     Ok(())
@@ -235,21 +275,16 @@ fn one(
         keep_locations: args.keep_locations,
         aggregate_callees: args.aggregate_callees,
     };
-    let (mut profile, summary) = to_pgo(&merged.profile, &opts)?;
+    let (untrimmed, summary) = to_pgo(&merged.profile, &opts)?;
+    let mut profile = untrimmed.clone();
     let mut trimmed: Option<TrimSummary> = None;
     if let Some(max) = args.max_edges {
         let (p, t) = trim_edges(&profile, max)?;
         profile = p;
         trimmed = Some(t);
     }
-    if let Some(size) = &args.max_bytes {
-        let max = crate::runtime::size::parse_size(size)
-            .map_err(|e| anyhow::anyhow!("--max-bytes: {e}"))?;
-        let (p, t) = trim_bytes(
-            &profile,
-            usize::try_from(max).unwrap_or(usize::MAX),
-            crate::pprof::DEFAULT_LEVEL,
-        )?;
+    if let Some(max) = args.max_bytes {
+        let (p, t) = trim_bytes(&profile, max, crate::pprof::DEFAULT_LEVEL)?;
         profile = p;
         // Both budgets: the share kept is of the weight before the first.
         trimmed = Some(match trimmed {
@@ -261,7 +296,10 @@ fn one(
             None => t,
         });
     }
-    let assessment = assess(&profile, trimmed.as_ref(), thresholds)?;
+    // Emptiness and --min-cpu are the data's problems, judged before any budget; the budget is
+    // judged by --min-kept alone.
+    let assessment = assess(&untrimmed, trimmed.as_ref(), thresholds)?;
+    let written = EdgeGraph::from_profile(&profile)?;
     let coverage = if summary.input_total > 0 {
         100.0 * summary.total as f64 / summary.input_total as f64
     } else {
@@ -275,8 +313,8 @@ fn one(
         profile.function.len(),
         summary.sample_type.0,
         summary.sample_type.1,
-        assessment.edges,
-        assessment.hot_edges,
+        written.weights.len(),
+        written.hot(GO_HOT_CDF_PERCENT).len(),
     ));
     if let Some(t) = &trimmed {
         report.push_str(&format!(
@@ -320,8 +358,7 @@ fn fetch(
             Err(e) => Err(anyhow::Error::new(e).context(format!("querying {what}"))),
         };
     };
-    let len = crate::query::time::parse_span(&args.window)
-        .map_err(|e| anyhow::anyhow!("--window: {e}"))?;
+    let len = args.window;
     let mut bar = Progress::counting(&what, "windows");
     let top = top_windows(source, q, len, n, &mut |d, t| bar.update(d, t));
     bar.finish();
@@ -347,7 +384,7 @@ fn fetch(
         "the {} busiest of {} windows of {} with profiles ({} in the range): {}; ",
         top.chosen.len(),
         top.with_data,
-        args.window,
+        crate::gocompat::time::format_go_duration(args.window),
         top.windows,
         chosen.join(", ")
     );

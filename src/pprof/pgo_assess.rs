@@ -119,7 +119,9 @@ pub fn cpu_nanos(p: &Profile) -> Option<i64> {
     }
 }
 
-/// Assesses `p` (after any trim, which `trim` describes) against `t`.
+/// Assesses `p`, the profile before any budget, against `t`; a trim (which `trim` describes)
+/// is judged only by the share of the call-edge weight it kept, so that a budget that cut
+/// everything away says so rather than calling the data empty.
 pub fn assess(p: &Profile, trim: Option<&TrimSummary>, t: &Thresholds) -> Result<Assessment> {
     let graph = EdgeGraph::from_profile(p)?;
     let cpu = cpu_nanos(p);
@@ -234,6 +236,15 @@ mod tests {
                 Some(trimmed(40)),
                 Some(Problem::TrimmedAway {
                     kept_share: 0.4,
+                    min_share: 0.5,
+                }),
+            ),
+            (
+                "trimmed to nothing: trimmed away, not empty",
+                two(2 * SECOND).build(),
+                Some(trimmed(0)),
+                Some(Problem::TrimmedAway {
+                    kept_share: 0.0,
                     min_share: 0.5,
                 }),
             ),

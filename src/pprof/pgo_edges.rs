@@ -48,7 +48,8 @@ pub struct EdgeGraph {
     pub weights: HashMap<CallEdge, i64>,
     /// Sum of all edge weights (Go's `TotalWeight`).
     pub total: i64,
-    /// Whether some frame had a function start line: Go refuses a profile without any.
+    /// Whether some frame Go counts (the two leaf-most locations of a sample with a value) has
+    /// a function start line: Go refuses a profile without any.
     pub has_start_lines: bool,
     /// `(type, unit)` of the sample type the weights are in.
     pub sample_type: (String, String),
@@ -91,11 +92,12 @@ impl<'a> Frames<'a> {
             return;
         }
         for line in l.line.iter().rev() {
-            let (name, start) = self
-                .functions
-                .get(&line.function_id)
-                .map_or(("", 0), |f| (self.string(f.name), f.start_line));
-            out.push((name, l.address, start, line.line));
+            // A line without a function is an address-only node, its line number dropped too,
+            // as Go's nodeInfo does.
+            out.push(match self.functions.get(&line.function_id) {
+                Some(f) => (self.string(f.name), l.address, f.start_line, line.line),
+                None => ("", l.address, 0, 0),
+            });
         }
     }
 
@@ -167,8 +169,10 @@ impl EdgeGraph {
                 *slot = slot.saturating_add(w);
                 graph.total = graph.total.saturating_add(w);
             });
+            // Go looks for a start line only among its graph's nodes: the frames of the
+            // samples it counts.
+            graph.has_start_lines = graph.has_start_lines || nodes.iter().any(|n| n.2 != 0);
         }
-        graph.has_start_lines = p.function.iter().any(|f| f.start_line != 0);
         Ok(graph)
     }
 
@@ -504,7 +508,32 @@ mod tests {
         p.sample[0].location_id.push(987_654);
         let g = EdgeGraph::from_profile(&p).expect("graph");
         assert!(!g.has_start_lines);
-        // Both frames lost their function: one nameless node each, at different lines.
+        // Both frames lost their function: nameless nodes at line 0 (Go drops the line of a
+        // frame without a function), told apart by their addresses.
         assert_eq!(g.total, 1);
+        assert_eq!(g.by_weight()[0].0, edge("", 0, ""));
+    }
+
+    #[test]
+    fn start_lines_count_only_on_frames_go_reads() {
+        // The start line is on `main`, a third location Go never reads, and on a sample
+        // without value: Go finds none.
+        let mut p = cpu()
+            .frames(
+                &[&[("leaf", 11)], &[("mid", 25)], &[("main", 40)]],
+                &[1, 10],
+                &[],
+            )
+            .frames(&[&[("zero", 11)], &[("mid", 25)]], &[0, 0], &[])
+            .build();
+        for f in &mut p.function {
+            let name = &p.string_table[usize::try_from(f.name).expect("name")];
+            if name != "main" && name != "zero" {
+                f.start_line = 0;
+            }
+        }
+        assert!(!EdgeGraph::from_profile(&p).expect("graph").has_start_lines);
+        p.sample[1].value = vec![1, 10];
+        assert!(EdgeGraph::from_profile(&p).expect("graph").has_start_lines);
     }
 }

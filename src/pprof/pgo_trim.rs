@@ -1,15 +1,19 @@
 //! Fitting a PGO profile into a budget of call edges or bytes while keeping the hottest edges
 //! (`scraper pgo --max-edges`, `--max-bytes`).
 //!
-//! Go only reads call edges (see [`super::pgo_edges`]), so the budget is counted in them: the
-//! edges are ranked as the compiler ranks them and the `n` heaviest are kept. The profile stays
-//! a real profile: a sample is kept when every edge it contributes is kept, and dropped
-//! otherwise (its weight would only feed edges the budget gave up, or blur the kept ones'
-//! weights); a sample that contributes no edge (a one-frame stack) is dropped too, since Go
-//! ignores it. A sample can feed several edges (inlined frames), so a kept edge can lose some
-//! weight: the summary says how much of the edge weight is left.
+//! Go only reads call edges (see [`super::pgo_edges`]), so the budget is counted in them. The
+//! profile stays a real profile: a sample is kept when every edge it contributes is kept, and
+//! dropped otherwise (its weight would only feed edges the budget gave up); a sample that
+//! contributes no edge (a one-frame stack) is always dropped, since Go ignores it.
+//!
+//! A sample can feed several edges (inlined frames), so keeping an edge whole means keeping
+//! the edges that share its samples too. Edges are taken in the compiler's order, each with
+//! those companions while they fit in the budget; an edge whose companions do not fit is kept
+//! alone when some of its samples feed no other dropped edge (it loses the rest of its
+//! weight), and skipped otherwise, so the budget goes to the next edge rather than to an edge
+//! no sample would carry. The summary says how much of the edge weight is left.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::error::Result;
 use super::merge::merge;
@@ -37,22 +41,13 @@ impl TrimSummary {
     }
 }
 
-/// Keeps the samples of `p` that feed only its `max_edges` hottest edges. A profile within the
-/// budget is returned unchanged.
+/// Keeps the samples of `p` that feed only the edges chosen for a budget of `max_edges` (see
+/// the module docs); one-frame samples go even when every edge fits.
 pub fn trim_edges(p: &Profile, max_edges: usize) -> Result<(Profile, TrimSummary)> {
     let before = EdgeGraph::from_profile(p)?;
     let ranked = before.by_weight();
-    if ranked.len() <= max_edges {
-        let summary = TrimSummary {
-            edges_before: ranked.len(),
-            edges_after: ranked.len(),
-            weight_before: before.total,
-            weight_after: before.total,
-        };
-        return Ok((p.clone(), summary));
-    }
-    let kept: HashSet<&CallEdge> = ranked.iter().take(max_edges).map(|(e, _)| e).collect();
     let per_sample = edges_per_sample(p)?;
+    let kept = choose(&before, &ranked, &per_sample, max_edges);
     let mut out = p.clone();
     out.sample = p
         .sample
@@ -73,12 +68,70 @@ pub fn trim_edges(p: &Profile, max_edges: usize) -> Result<(Profile, TrimSummary
     Ok((out, summary))
 }
 
+/// At most `max` edges to keep, hottest first, each with the edges sharing its samples when
+/// they fit, alone when that still keeps one of its samples, else skipped.
+fn choose<'a>(
+    graph: &EdgeGraph,
+    ranked: &'a [(CallEdge, i64)],
+    per_sample: &'a [Vec<CallEdge>],
+    max: usize,
+) -> HashSet<&'a CallEdge> {
+    let mut samples_of: HashMap<&CallEdge, Vec<usize>> = HashMap::new();
+    for (i, edges) in per_sample.iter().enumerate() {
+        for e in edges {
+            samples_of.entry(e).or_default().push(i);
+        }
+    }
+    let mut kept: HashSet<&'a CallEdge> = HashSet::new();
+    for (edge, _) in ranked {
+        if kept.len() >= max {
+            break;
+        }
+        if kept.contains(edge) {
+            continue;
+        }
+        let samples = samples_of.get(edge).map_or(&[][..], Vec::as_slice);
+        // The edge and the weighted edges it shares a sample with, not kept yet.
+        let mut group: Vec<&'a CallEdge> = vec![edge];
+        for &i in samples {
+            for e in &per_sample[i] {
+                if graph.weights.contains_key(e) && !kept.contains(e) && !group.contains(&e) {
+                    group.push(e);
+                }
+            }
+        }
+        if kept.len() + group.len() <= max {
+            kept.extend(group);
+            continue;
+        }
+        let carried = samples
+            .iter()
+            .any(|&i| per_sample[i].iter().all(|e| e == edge || kept.contains(e)));
+        if carried {
+            kept.insert(edge);
+        }
+    }
+    kept
+}
+
 /// Keeps as many of the hottest edges as fit in `max_bytes` once encoded at `level` (the
 /// largest such count, found by bisection: the encoded size grows with the edges kept). A
-/// budget too small for a single edge leaves a profile without samples.
+/// profile within the budget is returned unchanged; a budget too small for a single edge
+/// leaves a profile without samples.
 pub fn trim_bytes(p: &Profile, max_bytes: usize, level: u32) -> Result<(Profile, TrimSummary)> {
     let size = |p: &Profile| super::codec::encode(p, level).len();
-    let edges = EdgeGraph::from_profile(p)?.weights.len();
+    let graph = EdgeGraph::from_profile(p)?;
+    let edges = graph.weights.len();
+    if size(p) <= max_bytes {
+        let summary = TrimSummary {
+            edges_before: edges,
+            edges_after: edges,
+            weight_before: graph.total,
+            weight_after: graph.total,
+        };
+        return Ok((p.clone(), summary));
+    }
+    // Every edge, without the one-frame samples, may fit where the whole profile does not.
     let whole = trim_edges(p, edges)?;
     if size(&whole.0) <= max_bytes {
         return Ok(whole);
@@ -137,9 +190,10 @@ mod tests {
             (0, &[], 0),
             (1, &["a"], 40),
             (2, &["a", "b"], 70),
-            // `c` kept without `inl`: the inlined sample feeds both, so it goes.
+            // `c` and `inl` together do not fit: `c` alone, without the inlined sample.
             (3, &["a", "b", "c"], 85),
-            (4, &["a", "b", "c", "d"], 95),
+            // They fit: `c` keeps all its weight, and `inl` comes with it before `d`.
+            (4, &["a", "b", "c", "inl"], 95),
             (5, &["a", "b", "c", "d", "inl"], 105),
             (50, &["a", "b", "c", "d", "inl"], 105),
         ];
@@ -152,13 +206,32 @@ mod tests {
             assert_eq!(summary.edges_before, 5);
             assert_eq!(summary.edges_after, want.len());
             crate::pprof::validate(&out).expect("valid");
-            if *n < 5 {
-                // Trimmed: the one-frame sample and unused functions are gone.
-                assert!(out.sample.iter().all(|s| s.location_id.len() > 1));
-                assert!(!out.string_table.iter().any(|s| s == "alone"));
-            } else {
-                assert_eq!(out, p, "within budget: unchanged");
-            }
+            // The one-frame sample and unused functions are gone, even within the budget.
+            assert!(out.sample.iter().all(|s| s.location_id.len() > 1));
+            assert!(!out.string_table.iter().any(|s| s == "alone"));
+        }
+    }
+
+    #[test]
+    fn a_hot_edge_whose_samples_feed_others_is_not_lost() {
+        // `c -> inl` and `main -> c` (50 each) share their only sample; `main -> a` is 40.
+        let p = B::new(&[("cpu", "nanoseconds")])
+            .frames(&[&[("inl", 2), ("c", 1)], &[("main", 73)]], &[50], &[])
+            .frames(&[&[("a", 1)], &[("main", 71)]], &[40], &[])
+            .build();
+        // A budget of 1 cannot hold the pair: it goes to `a` rather than to an edge no sample
+        // would carry. A budget of 2 keeps the hottest pair whole.
+        let cases: &[(usize, &[&str], i64)] = &[
+            (0, &[], 0),
+            (1, &["a"], 40),
+            (2, &["c", "inl"], 100),
+            (3, &["a", "c", "inl"], 140),
+        ];
+        for (n, want, weight) in cases {
+            let (out, summary) = trim_edges(&p, *n).expect("trim");
+            assert_eq!(callees(&out), *want, "max {n}");
+            assert_eq!(summary.weight_after, *weight, "max {n}");
+            assert!(summary.edges_after <= *n, "max {n}");
         }
     }
 

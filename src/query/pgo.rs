@@ -18,8 +18,10 @@ use super::source::{Merged, ProfileSource, Query, QueryError};
 /// More windows than this in one range is a mistake (a 1 s window over a week), not a plan.
 pub const MAX_WINDOWS: usize = 10_000;
 
-/// `[from, to)` cut into consecutive windows of `len` from `from`; the last one ends at `to`
-/// and may be shorter.
+/// `[from, to)` cut into consecutive windows of `len` from `from`; the last one ends at `to`.
+/// A shorter remainder joins the window before it (the last window is then up to twice as
+/// long): alone, a short window holding a whole profile would look busier per second than it
+/// was. A range shorter than `len` is one window.
 pub fn windows(
     from: SystemTime,
     to: SystemTime,
@@ -39,11 +41,15 @@ pub fn windows(
             "{count} windows of {len:?} in the range: at most {MAX_WINDOWS} (use a longer --window)"
         )));
     }
-    let mut out = Vec::new();
+    let mut out: Vec<(SystemTime, SystemTime)> = Vec::new();
     let mut start = from;
     while start < to {
-        let end = (start + len).min(to);
-        out.push((start, end));
+        // A window reaching past the end of time (a huge --window) ends at `to`.
+        let end = start.checked_add(len).map_or(to, |end| end.min(to));
+        match out.last_mut() {
+            Some(last) if end.duration_since(start).is_ok_and(|d| d < len) => last.1 = end,
+            _ => out.push((start, end)),
+        }
         start = end;
     }
     Ok(out)
@@ -265,8 +271,11 @@ mod tests {
         type Case = (u64, u64, u64, &'static [(u64, u64)]);
         let cases: &[Case] = &[
             (0, 900, 300, &[(0, 300), (300, 600), (600, 900)]),
-            (0, 700, 300, &[(0, 300), (300, 600), (600, 700)]),
+            // The 100 s remainder joins the window before it.
+            (0, 700, 300, &[(0, 300), (300, 700)]),
+            (0, 899, 300, &[(0, 300), (300, 899)]),
             (0, 100, 300, &[(0, 100)]),
+            (0, 400, 300, &[(0, 400)]),
             (50, 50, 300, &[]),
         ];
         for (from, to, len, want) in cases {
@@ -278,6 +287,11 @@ mod tests {
         assert!(windows(at(0), at(10), Duration::ZERO).is_err());
         assert!(windows(at(10), at(0), Duration::from_secs(1)).is_err());
         assert!(windows(at(0), at(100_000), Duration::from_secs(1)).is_err());
+        // A window longer than time itself is the whole range, not a panic.
+        assert_eq!(
+            windows(at(0), at(100), Duration::MAX).expect("huge"),
+            vec![(at(0), at(100))]
+        );
     }
 
     #[test]
@@ -302,8 +316,9 @@ mod tests {
                 1,
                 vec![0],
             ),
-            // A short last window ranks by its rate: 15 in 100 s beats 30 in 300 s.
-            (vec![w(0, 300, 30), w(300, 400, 15)], 1, vec![1]),
+            // A last window that took in the remainder ranks by its rate: 30 in 300 s beats
+            // 36 in 400 s.
+            (vec![w(0, 300, 30), w(300, 700, 36)], 1, vec![0]),
             // Windows without CPU are never chosen.
             (vec![w(0, 300, 0), w(300, 600, 0)], 2, vec![]),
             (vec![], 3, vec![]),
