@@ -197,12 +197,13 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
     }
 
     let app = build_go("scrapeapp");
-    let (_proc, target) = start_go(&app.bin, &["-duty", "0.3", "-fn", "alpha"]);
+    // Busy enough that a 2 s CPU profile holds ~120 samples: parts vary by ~9 %.
+    let (_proc, target) = start_go(&app.bin, &["-duty", "0.6", "-fn", "alpha"]);
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("store");
     let s = Scraper::start(|_| config(&target, &store)).await;
-    // The before window's profiles.
-    tokio::time::sleep(Duration::from_secs(11)).await;
+    // The before window's profiles (12 s).
+    tokio::time::sleep(Duration::from_secs(14)).await;
 
     // 1. Mark, switch, wait, judge: exit 3.
     let json_file = dir.path().join("window.json");
@@ -215,13 +216,16 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
             "--server",
             &s.addr,
             "--width",
-            "9s",
+            "12s",
+            // The switch below happens just after the mark: the profile that spans it mixes
+            // alpha and beta, and would widen the intervals.
+            "--skip",
+            "3s",
             "--settle",
             "4s",
+            // Judged on the statistics (no --missing-statistics): beta is new, with confidence.
             "--fail-on",
             r"function=~^main\.beta>5%",
-            "--missing-statistics",
-            "estimates",
             "--format",
             "markdown",
             "--json",
@@ -275,6 +279,7 @@ async fn window_marks_waits_and_exits_with_the_verdict() {
     let doc = document(&std::fs::read_to_string(&json_file).expect("--json written"));
     assert_eq!(doc["exit_code"], 3);
     assert_eq!(doc["fail_on"]["held"], true);
+    assert_eq!(doc["fail_on"]["basis"], "statistics", "{doc}");
     let triggers = doc["fail_on"]["conditions"][0]["triggers"]
         .as_array()
         .expect("triggers");

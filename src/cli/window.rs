@@ -56,6 +56,11 @@ pub(crate) struct WindowCmd {
     /// stored: one scrape interval is enough.
     #[arg(long, default_value = "15s", value_name = "DURATION")]
     settle: String,
+    /// Time after the mark left out of the after window while the change rolls out: the
+    /// after window starts this long after the mark (its width is still --width). Profiles
+    /// taken during a rollout mix the old and the new and make the statistics wide.
+    #[arg(long, default_value = "0s", value_name = "DURATION")]
+    skip: String,
     /// The running scraper's HTTP address (its --server.http.listen-addr) or URL: where the
     /// mark is recorded, and where profiles are read through its query API unless --store or
     /// --url says otherwise.
@@ -93,6 +98,12 @@ pub(crate) fn window(args: WindowCmd) -> anyhow::Result<ExitCode> {
     // mark behind, nor fail only after the whole after window. Typos are usage errors (2).
     let width = span("--width", &args.width)?;
     let settle = span("--settle", &args.settle)?;
+    let skip = span("--skip", &args.skip)?;
+    let start = |at: SystemTime| {
+        at.checked_add(skip).ok_or_else(|| {
+            usage("--skip is too long: the after window would start past year 292 billion")
+        })
+    };
     if width.is_zero() {
         return Err(usage("--width must be longer than 0s"));
     }
@@ -106,7 +117,7 @@ pub(crate) fn window(args: WindowCmd) -> anyhow::Result<ExitCode> {
     let (name, at) = match (&args.mark, &args.use_mark, at) {
         (Some(name), _, _) => {
             // The mark will be about now.
-            after_window(now, end, width, settle, "now")?;
+            after_window(start(now)?, end, width, settle, "now")?;
             before_window_has_series(source.as_ref(), &q, before(now))?;
             let (at, stores) = super::mark::record(&args.server, name, None)?;
             eprintln!(
@@ -117,12 +128,18 @@ pub(crate) fn window(args: WindowCmd) -> anyhow::Result<ExitCode> {
         }
         (None, Some(name), _) => {
             let at = find_mark(&args, name)?.at;
-            after_window(at, end, width, settle, &format!("the mark {name:?}"))?;
+            after_window(
+                start(at)?,
+                end,
+                width,
+                settle,
+                &format!("the mark {name:?}"),
+            )?;
             before_window_has_series(source.as_ref(), &q, before(at))?;
             (Some(name.clone()), at)
         }
         (None, None, Some(at)) => {
-            after_window(at, end, width, settle, "--at")?;
+            after_window(start(at)?, end, width, settle, "--at")?;
             before_window_has_series(source.as_ref(), &q, before(at))?;
             (None, at)
         }
@@ -132,19 +149,20 @@ pub(crate) fn window(args: WindowCmd) -> anyhow::Result<ExitCode> {
         Some(name) => format!("the mark {name:?}"),
         None => "--at".to_string(),
     };
-    let (end, deadline) = after_window(at, end, width, settle, &what)?;
+    let after_start = start(at)?;
+    let (end, deadline) = after_window(after_start, end, width, settle, &what)?;
     if end.duration_since(SystemTime::now()).is_ok_and(|d| d > FAR) {
         eprintln!(
             "warning: the after window ends at {}, more than a day from now; the step waits until then",
             crate::gocompat::time::rfc3339_millis(end)
         );
     }
-    wait_until(at, end, deadline);
+    wait_until(after_start, end, deadline);
 
     let (report, title) = super::diff::compare(
         source.as_ref(),
         &args.query,
-        (before(at), (at, end)),
+        (before(at), (after_start, end)),
         name.as_deref(),
         args.output.top,
         &args.stats,
@@ -270,7 +288,7 @@ fn wait_until(at: SystemTime, end: SystemTime, deadline: SystemTime) {
     let tty = std::io::stderr().is_terminal();
     let total = end.duration_since(at).unwrap_or_default();
     eprintln!(
-        "waiting {} for the after window ({} from the mark) and {} for its last profiles",
+        "waiting {} for the after window ({} long) and {} for its last profiles",
         crate::diff::format_span(left.as_secs_f64()),
         crate::diff::format_span(total.as_secs_f64()),
         crate::diff::format_span(settle.as_secs_f64())
