@@ -192,6 +192,32 @@ mod tests {
     }
 
     #[test]
+    fn the_recent_memo_answers_only_its_own_name() {
+        // Pairs sharing a memo slot (same length, last and middle bytes) or differing only in
+        // length or in a byte the slot ignores: each lookup, in any order, gives its own name.
+        let pairs = [
+            ("__memo_test_Ab_cd_x", "__memo_test_Zb_cd_x"),
+            ("__memo_test_len", "__memo_test_len_"),
+            ("__memo_test_q", "__memo_test_"),
+        ];
+        for (a, b) in pairs {
+            if a.len() == b.len() {
+                assert_eq!(recent_slot(a), recent_slot(b), "{a} and {b} should collide");
+            }
+            let first_a = name(a);
+            for _ in 0..3 {
+                for n in [a, b, b, a] {
+                    let got = name(n);
+                    assert_eq!(&*got, n);
+                    assert!(LabelName::ptr_eq(&got, &name(n)));
+                }
+            }
+            assert!(LabelName::ptr_eq(&first_a, &name(a)));
+            assert!(!LabelName::ptr_eq(&name(a), &name(b)));
+        }
+    }
+
+    #[test]
     fn seeds_differ_per_table() {
         // Two builders hash alike only if the random keys repeat (chance 2^-64).
         let (a, b) = (Seeded::default(), Seeded::default());

@@ -6,8 +6,8 @@
 //!   (which `labelmap` depends on when two names map to the same new name);
 //! * names are shared process-wide (`intern`: one allocation per distinct name, held as
 //!   `&'static str`, so lookups compare against names in cache and copying a name counts
-//!   nothing); values up to 22 bytes are stored in the pair itself and longer ones are
-//!   `Arc<str>` (`value`). Copying a pair is then a plain copy for all but the long values (one
+//!   nothing); values up to 23 bytes are stored in the pair itself and longer ones are
+//!   `Arc<str>` (`value`, `smol_str`). Copying a pair is then a plain copy for all but the long values (one
 //!   reference-count bump each), and a rule's fixed `target_label` is looked up once at load
 //!   time and shared by every target it writes;
 //! * setting or deleting one label shifts the tail of the vector in place; nothing rebuilds the

@@ -588,3 +588,64 @@ fn deep_nesting_is_refused_not_overflowing() {
     let ok = "(".repeat(100) + "a" + &")".repeat(100);
     assert!(matches(&ok, "a"));
 }
+
+#[test]
+fn fast_engines_count_characters_not_bytes() {
+    // Minimum counts, classes and literals over multi-byte characters (2, 3 and 4 bytes),
+    // literals occurring several times and overlapping themselves, `(?-s)` around newlines:
+    // the split and prefix engines must agree with the automaton on every group.
+    let patterns = [
+        "(.{2,})é(.+)",
+        "(.{3,})😀(.{2,})",
+        "([^é]+)é(.*)",
+        r"(\S+) (.+)",
+        "(.*?)éa(.*?)",
+        "(.+)aa(.+)",
+        "(.*)aéa(.*)",
+        "(.+?)a(.{2,})",
+        "([a-é]*):(.+)",
+        "(.*)€(.*)",
+        "([€😀]+)@([€😀]*)",
+        "(?-s)(.+)a(.+)",
+        r"(\PL*)a(\pL+)",
+        "a(.{3,})",
+        "é(.{2,})",
+        "(.{2,})",
+        "([^:]{2,})",
+        "(?-s)(.{2,})",
+    ];
+    let alphabet = ['a', ':', 'é', '😀', '€', ' ', '\n', '@'];
+    let mut inputs: Vec<String> = vec![String::new()];
+    let mut frontier = inputs.clone();
+    for _ in 0..5 {
+        let mut next = Vec::new();
+        for s in &frontier {
+            for c in alphabet {
+                next.push(format!("{s}{c}"));
+            }
+        }
+        inputs.extend(next.iter().cloned());
+        frontier = next;
+    }
+    for p in patterns {
+        let fast = compile(p).unwrap();
+        assert!(
+            matches!(fast.engine, Engine::Split(_) | Engine::Prefix(_)),
+            "{p} should take a fast path"
+        );
+        let slow = GoRegex::compile_with(p, false).unwrap();
+        let n = fast.group_len();
+        for s in &inputs {
+            assert_eq!(fast.is_match(s), slow.is_match(s), "{p} on {s:?}");
+            let (mut a, mut b) = (Captures::default(), Captures::default());
+            let ma = fast.captures_at(s, 0, n, &mut a);
+            let mb = slow.captures_at(s, 0, n, &mut b);
+            assert_eq!(ma, mb, "{p} on {s:?}");
+            if ma {
+                for g in 0..n {
+                    assert_eq!(a.get(g), b.get(g), "{p} group {g} on {s:?}");
+                }
+            }
+        }
+    }
+}
