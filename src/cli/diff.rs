@@ -60,6 +60,10 @@ pub(crate) struct StatsArgs {
     /// Functions below this share of the total (percent) in both windows are not tested.
     #[arg(long, default_value_t = 1.0, value_name = "PCT", value_parser = noise_floor)]
     pub(crate) noise_floor: f64,
+    /// Changes estimated below this (percent of before) are not called significant, however
+    /// tight their interval: a program's CPU drifts by a percent or so between any two windows.
+    #[arg(long, default_value_t = 3.0, value_name = "PCT", value_parser = noise_floor)]
+    pub(crate) min_change: f64,
 }
 
 fn confidence(s: &str) -> Result<f64, String> {
@@ -254,6 +258,7 @@ pub(crate) fn report_for(
         &StatsOptions {
             confidence: stats.confidence,
             noise_floor_pct: stats.noise_floor,
+            min_change_pct: stats.min_change,
         },
         &opts,
     )?;

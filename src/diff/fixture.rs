@@ -83,6 +83,7 @@ pub(super) fn report(stats: bool) -> Report {
             before_parts: 20,
             after_parts: 20,
             noise_floor_pct: 1.0,
+            min_change_pct: 3.0,
             tested: 5,
         }),
     }

@@ -168,15 +168,16 @@ fn summaries(out: &mut String, r: &Report) {
         let _ = writeln!(
             out,
             "<p class=\"stats\">Total: <b>{}</b> · {} at {:.0}% confidence jointly over the {} functions \
-tested ({} vs {} parts; below {}% of the total a function is not tested) · \
-intervals are of after − before (docs/DIFF-STATISTICS.md)</p>",
+tested ({} vs {} parts; below {}% of the total a function is not tested, and a change below \
+{}% is no change) · intervals are of after − before (docs/DIFF-STATISTICS.md)</p>",
             esc(&super::table::describe(total)),
             esc(&st.method),
             st.confidence * 100.0,
             st.tested,
             st.before_parts,
             st.after_parts,
-            st.noise_floor_pct
+            st.noise_floor_pct,
+            st.min_change_pct
         );
     }
 }

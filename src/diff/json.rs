@@ -68,6 +68,7 @@ struct StatisticsJson<'a> {
     before_parts: usize,
     after_parts: usize,
     noise_floor_pct: Option<f64>,
+    min_change_pct: Option<f64>,
     tested: usize,
 }
 
@@ -150,6 +151,7 @@ fn statistics(s: &Statistics) -> StatisticsJson<'_> {
         before_parts: s.before_parts,
         after_parts: s.after_parts,
         noise_floor_pct: num(s.noise_floor_pct),
+        min_change_pct: num(s.min_change_pct),
         tested: s.tested,
     }
 }

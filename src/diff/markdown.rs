@@ -167,12 +167,13 @@ fn tail(r: &Report, e: &Evaluation) -> String {
         Some(s) => {
             let _ = writeln!(
                 out,
-                "\nStatistics: {} at {}% confidence, {} and {} parts, noise floor {}% of the total, {} functions tested.",
+                "\nStatistics: {} at {}% confidence, {} and {} parts, noise floor {}% of the total, minimum change {}%, {} functions tested.",
                 s.method,
                 s.confidence * 100.0,
                 s.before_parts,
                 s.after_parts,
                 s.noise_floor_pct,
+                s.min_change_pct,
                 s.tested
             );
         }

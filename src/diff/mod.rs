@@ -96,6 +96,11 @@ pub struct StatsOptions {
     /// Functions whose value is below this share (percent) of the total in both windows are not
     /// tested (verdict [`Verdict::BelowNoiseFloor`]).
     pub noise_floor_pct: f64,
+    /// A change whose estimate is smaller than this (percent of before) is `NoChange` even
+    /// when its interval excludes 0: a program's CPU rate drifts by a percent or so between
+    /// any two windows (frequency, caches, neighbours), which a tight interval would otherwise
+    /// call a change nobody should act on.
+    pub min_change_pct: f64,
 }
 
 impl Default for StatsOptions {
@@ -103,6 +108,7 @@ impl Default for StatsOptions {
         StatsOptions {
             confidence: 0.95,
             noise_floor_pct: 1.0,
+            min_change_pct: 3.0,
         }
     }
 }
@@ -235,6 +241,8 @@ pub struct Statistics {
     pub after_parts: usize,
     /// Functions below this share of the total (percent) in both windows are not tested.
     pub noise_floor_pct: f64,
+    /// Changes estimated below this (percent of before) are not called significant.
+    pub min_change_pct: f64,
     /// Functions tested.
     pub tested: usize,
 }

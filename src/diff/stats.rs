@@ -27,7 +27,10 @@ pub(super) fn fill(r: &mut Report, before: &[PartValues], after: &[PartValues], 
     if before.len() < 2 || after.len() < 2 || r.measure == Measure::SumPerInstance {
         return;
     }
-    let valid = o.confidence > 0.0 && o.confidence < 1.0 && o.noise_floor_pct >= 0.0;
+    let valid = o.confidence > 0.0
+        && o.confidence < 1.0
+        && o.noise_floor_pct >= 0.0
+        && o.min_change_pct >= 0.0;
     if !valid {
         return;
     }
@@ -63,31 +66,39 @@ pub(super) fn fill(r: &mut Report, before: &[PartValues], after: &[PartValues], 
     };
     for (row, &(flat_tested, cum_tested)) in r.rows.iter_mut().zip(&tests) {
         let f = row.function.as_str();
-        row.flat_stats = Some(change(
-            &column(before, f, false),
-            &column(after, f, false),
-            alpha,
-            family,
-            flat_tested,
-        ));
-        row.cum_stats = Some(change(
-            &column(before, f, true),
-            &column(after, f, true),
-            alpha,
-            family,
-            cum_tested,
-        ));
+        row.flat_stats = Some(
+            change(
+                &column(before, f, false),
+                &column(after, f, false),
+                alpha,
+                family,
+                flat_tested,
+            )
+            .relevant(o.min_change_pct),
+        );
+        row.cum_stats = Some(
+            change(
+                &column(before, f, true),
+                &column(after, f, true),
+                alpha,
+                family,
+                cum_tested,
+            )
+            .relevant(o.min_change_pct),
+        );
     }
     let totals = |parts: &[PartValues]| parts.iter().map(|p| p.total).collect::<Vec<f64>>();
     // The total is one question of its own (a pipeline's "did CPU per instance grow"), so it is
     // not part of the functions' family.
-    r.total_stats = Some(change(&totals(before), &totals(after), alpha, 1, true));
+    r.total_stats =
+        Some(change(&totals(before), &totals(after), alpha, 1, true).relevant(o.min_change_pct));
     r.statistics = Some(Statistics {
         method: METHOD.to_string(),
         confidence: o.confidence,
         before_parts: before.len(),
         after_parts: after.len(),
         noise_floor_pct: o.noise_floor_pct,
+        min_change_pct: o.min_change_pct,
         tested: tests.iter().filter(|&&(f, c)| f || c).count(),
     });
 }
@@ -164,6 +175,19 @@ impl<'r> Significance<'r> {
     }
 }
 
+impl Change {
+    /// The verdict with the minimum relevant change applied: a significant change whose
+    /// estimate is below `min_pct` percent of before is `NoChange`. The interval still shows it;
+    /// a change from 0 (a new function) has no percentage and keeps its verdict.
+    fn relevant(mut self, min_pct: f64) -> Change {
+        let significant = matches!(self.verdict, Verdict::Increase | Verdict::Decrease);
+        if significant && self.pct.is_some_and(|p| p.abs() < min_pct) {
+            self.verdict = Verdict::NoChange;
+        }
+        self
+    }
+}
+
 /// Mean and unbiased variance.
 fn moments(xs: &[f64]) -> (f64, f64) {
     let n = xs.len() as f64;
@@ -219,6 +243,30 @@ fn change(before: &[f64], after: &[f64], alpha: f64, family: usize, tested: bool
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tight_change_below_the_minimum_is_no_change() {
+        // -1.2 % with a tight interval (the drift a quiet machine shows between windows),
+        // +10 % likewise, and a new function (no percentage).
+        let drift = || change(&[100.0, 100.1, 99.9], &[98.8, 98.9, 98.7], 0.05, 1, true);
+        let grew = || change(&[100.0, 100.1, 99.9], &[110.0, 110.1, 109.9], 0.05, 1, true);
+        let new = || change(&[0.0, 0.0, 0.0], &[5.0, 5.1, 4.9], 0.05, 1, true);
+        let cases = [
+            // (change, minimum %, verdict)
+            (drift(), 0.0, Verdict::Decrease),
+            (drift(), 2.0, Verdict::NoChange),
+            (grew(), 2.0, Verdict::Increase),
+            (grew(), 10.5, Verdict::NoChange),
+            (new(), 2.0, Verdict::Increase),
+            (new(), 100.0, Verdict::Increase),
+        ];
+        for (i, (c, min, verdict)) in cases.into_iter().enumerate() {
+            let interval = c.interval;
+            let got = c.relevant(min);
+            assert_eq!(got.verdict, verdict, "case {i}");
+            assert_eq!(got.interval, interval, "case {i}: the interval is kept");
+        }
+    }
 
     #[test]
     fn welch_matches_a_hand_computed_example() {

@@ -35,14 +35,15 @@ pub(super) fn render(r: &Report, top: usize, width: usize) -> String {
     if let (Some(st), Some(total)) = (&r.statistics, &r.total_stats) {
         let _ = writeln!(
             out,
-            "total: {}  ({}, {:.0}% confidence jointly over {} functions tested, {} vs {} parts, noise floor {}% of the total)",
+            "total: {}  ({}, {:.0}% confidence jointly over {} functions tested, {} vs {} parts, noise floor {}% of the total, minimum change {}%)",
             describe(total),
             st.method,
             st.confidence * 100.0,
             st.tested,
             st.before_parts,
             st.after_parts,
-            st.noise_floor_pct
+            st.noise_floor_pct,
+            st.min_change_pct
         );
     }
     out.push('\n');
