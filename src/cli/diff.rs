@@ -236,14 +236,9 @@ pub(crate) fn report_for(
     }
     let (after, after_parts) = sides.pop().context("after window")?;
     let (before, before_parts) = sides.pop().context("before window")?;
-    if before_parts.len() < 2 || after_parts.len() < 2 {
-        // Not an error: the table is still worth having, only without verdicts.
-        eprintln!(
-            "note: no statistics: the windows have {} and {} parts with profiles, at least 2 each are needed (--parts, or longer windows)",
-            before_parts.len(),
-            after_parts.len()
-        );
-    }
+    // Fewer than 2 parts in a window is not an error: the report is still worth having, only
+    // without verdicts; `output::emit` says so with the table (stderr may carry a report:
+    // `--html /dev/stderr 2> report.html` in the sidecar's README).
     let opts = Options {
         sample_type: Some(q.profile_type.sample_type()),
         top,

@@ -130,6 +130,11 @@ pub(crate) fn emit(report: &Report, title: &str, args: &OutputArgs) -> anyhow::R
         .map(|p| format!("wrote {}\n", p.display()))
         .collect();
     if args.format == Format::Text {
+        if report.statistics.is_none() {
+            shown.push_str(
+                "note: no statistics: a window has fewer than 2 parts with profiles (--parts, or longer windows)\n",
+            );
+        }
         shown.push_str(&wrote);
     } else {
         eprint!("{wrote}");
