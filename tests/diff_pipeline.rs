@@ -26,22 +26,8 @@ const SELECTOR: &str = r#"{service_name="scrapeapp"}"#;
 const MARK: &str = "switch to beta";
 
 fn config(target: &str, store: &Path) -> String {
-    format!(
-        r#"
-pyroscope.scrape "app" {{
-  targets                  = [{{"__address__" = "{target}", "service_name" = "scrapeapp"}}]
-  forward_to               = [pyroscope.store.local.receiver]
-  scrape_interval          = "3s"
-  delta_profiling_duration = "2s"
-{profiling}}}
-
-pyroscope.store "local" {{
-  path = "{store}"
-}}
-"#,
-        store = store.display(),
-        profiling = support::alloy::profiling_config(&["process_cpu"]),
-    )
+    let app: &[(&str, &str)] = &[("__address__", target), ("service_name", "scrapeapp")];
+    support::alloy::scrape_into_store(&[app], &["process_cpu"], store)
 }
 
 fn scraper(args: &[&str]) -> Output {

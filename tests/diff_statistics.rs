@@ -40,27 +40,12 @@ const WARMUP: Duration = Duration::from_secs(5);
 const PARTS: u32 = 8;
 
 fn config(targets: &[(&str, &str)], store: &Path) -> String {
-    let targets: Vec<String> = targets
+    let labels: Vec<[(&str, &str); 2]> = targets
         .iter()
-        .map(|(addr, name)| format!(r#"{{"__address__" = "{addr}", "service_name" = "{name}"}}"#))
+        .map(|&(addr, name)| [("__address__", addr), ("service_name", name)])
         .collect();
-    format!(
-        r#"
-pyroscope.scrape "apps" {{
-  targets                  = [{}]
-  forward_to               = [pyroscope.store.local.receiver]
-  scrape_interval          = "3s"
-  delta_profiling_duration = "2s"
-{profiling}}}
-
-pyroscope.store "local" {{
-  path = "{store}"
-}}
-"#,
-        targets.join(", "),
-        store = store.display(),
-        profiling = support::alloy::profiling_config(&["process_cpu"]),
-    )
+    let targets: Vec<&[(&str, &str)]> = labels.iter().map(|l| l.as_slice()).collect();
+    support::alloy::scrape_into_store(&targets, &["process_cpu"], store)
 }
 
 /// One window of `service` starting at `from`, merged and cut into one-scrape parts, as

@@ -137,25 +137,9 @@ fn ranked_total(info: &str) -> Option<i64> {
 }
 
 fn config(target: &str, down: &str, store: &Path) -> String {
-    format!(
-        r#"
-pyroscope.scrape "app" {{
-  targets = [
-    {{"__address__" = "{target}", "service_name" = "scrapeapp"}},
-    {{"__address__" = "{down}", "service_name" = "gone"}},
-  ]
-  forward_to               = [pyroscope.store.local.receiver]
-  scrape_interval          = "3s"
-  delta_profiling_duration = "2s"
-{profiling}}}
-
-pyroscope.store "local" {{
-  path = "{store}"
-}}
-"#,
-        store = store.display(),
-        profiling = support::alloy::profiling_config(&["process_cpu", "memory"]),
-    )
+    let app: &[(&str, &str)] = &[("__address__", target), ("service_name", "scrapeapp")];
+    let gone: &[(&str, &str)] = &[("__address__", down), ("service_name", "gone")];
+    support::alloy::scrape_into_store(&[app, gone], &["process_cpu", "memory"], store)
 }
 
 /// Runs the Playwright script; its output is printed whatever happens.

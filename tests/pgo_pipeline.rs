@@ -49,25 +49,15 @@ fn scraper(args: &[&str]) -> Run {
 }
 
 fn config(l1: &str, l2: &str, store: &Path) -> String {
-    format!(
-        r#"
-pyroscope.scrape "app" {{
-  targets = [
-    {{"__address__" = "{l1}", "service_name" = "lb", "workload" = "l1"}},
-    {{"__address__" = "{l2}", "service_name" = "lb", "workload" = "l2"}},
-  ]
-  forward_to               = [pyroscope.store.local.receiver]
-  scrape_interval          = "3s"
-  delta_profiling_duration = "2s"
-{profiling}}}
-
-pyroscope.store "local" {{
-  path = "{store}"
-}}
-"#,
-        store = store.display(),
-        profiling = support::alloy::profiling_config(&["process_cpu"]),
-    )
+    let target = |addr, workload| {
+        [
+            ("__address__", addr),
+            ("service_name", "lb"),
+            ("workload", workload),
+        ]
+    };
+    let (l1, l2) = (target(l1, "l1"), target(l2, "l2"));
+    support::alloy::scrape_into_store(&[&l1, &l2], &["process_cpu"], store)
 }
 
 /// The score `scraper pgo check` prints ("... covers 93.4% of ..."), and its exit code.

@@ -22,22 +22,8 @@ fn scraper(args: &[&str]) -> (bool, String, String) {
 }
 
 fn config(target: &str, store: &Path) -> String {
-    format!(
-        r#"
-pyroscope.scrape "app" {{
-  targets                  = [{{"__address__" = "{target}", "service_name" = "scrapeapp"}}]
-  forward_to               = [pyroscope.store.local.receiver]
-  scrape_interval          = "3s"
-  delta_profiling_duration = "2s"
-{profiling}}}
-
-pyroscope.store "local" {{
-  path = "{store}"
-}}
-"#,
-        store = store.display(),
-        profiling = support::alloy::profiling_config(&["process_cpu", "memory", "goroutine"]),
-    )
+    let app: &[(&str, &str)] = &[("__address__", target), ("service_name", "scrapeapp")];
+    support::alloy::scrape_into_store(&[app], &["process_cpu", "memory", "goroutine"], store)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -81,33 +81,31 @@ fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
     }
     d = 1.0 / d;
     let mut h = d;
+    // One step of the modified Lentz method for coefficient `aa`: updates c and d and returns
+    // the factor that multiplies the fraction's value.
+    let step = |aa: f64, c: &mut f64, d: &mut f64| {
+        *d = 1.0 + aa * *d;
+        if d.abs() < TINY {
+            *d = TINY;
+        }
+        *c = 1.0 + aa / *c;
+        if c.abs() < TINY {
+            *c = TINY;
+        }
+        *d = 1.0 / *d;
+        *d * *c
+    };
     for m in 1..=300 {
         let m = f64::from(m);
         let m2 = 2.0 * m;
         // Even step.
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
+        h *= step(m * (b - m) * x / ((qam + m2) * (a + m2)), &mut c, &mut d);
         // Odd step.
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let delta = d * c;
+        let delta = step(
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+            &mut c,
+            &mut d,
+        );
         h *= delta;
         if (delta - 1.0).abs() < EPS {
             break;

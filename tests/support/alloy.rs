@@ -16,3 +16,41 @@ pub fn profiling_config(enabled: &[&str]) -> String {
     s.push_str("  }\n");
     s
 }
+
+/// The upgrade-window tests' pipeline: `pyroscope.scrape "app"` scraping `targets` (each a list
+/// of labels, `__address__` first) every 3 s with 2 s CPU profiles, the `types` enabled, into
+/// `pyroscope.store "local"` at `store`.
+pub fn scrape_into_store(
+    targets: &[&[(&str, &str)]],
+    types: &[&str],
+    store: &std::path::Path,
+) -> String {
+    let targets: Vec<String> = targets
+        .iter()
+        .map(|labels| {
+            let pairs: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k:?} = {v:?}"))
+                .collect();
+            format!("    {{{}}},\n", pairs.join(", "))
+        })
+        .collect();
+    format!(
+        r#"
+pyroscope.scrape "app" {{
+  targets = [
+{}  ]
+  forward_to               = [pyroscope.store.local.receiver]
+  scrape_interval          = "3s"
+  delta_profiling_duration = "2s"
+{profiling}}}
+
+pyroscope.store "local" {{
+  path = {store:?}
+}}
+"#,
+        targets.concat(),
+        store = store.display().to_string(),
+        profiling = profiling_config(types),
+    )
+}
