@@ -57,7 +57,8 @@ pub(crate) struct StatsArgs {
     /// Confidence of the intervals, jointly over all functions tested.
     #[arg(long, default_value_t = 0.95, value_parser = confidence)]
     pub(crate) confidence: f64,
-    /// Functions below this share of the total (percent) in both windows are not tested.
+    /// Functions below this share of the total (percent) in both windows are not tested, and
+    /// a function's change smaller than this share of the before total is not significant.
     #[arg(long, default_value_t = 1.0, value_name = "PCT", value_parser = noise_floor)]
     pub(crate) noise_floor: f64,
     /// Changes estimated below this (percent of before) are not called significant, however

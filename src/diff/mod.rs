@@ -94,7 +94,8 @@ pub struct StatsOptions {
     /// Confidence of the intervals, jointly over the functions tested (e.g. 0.95).
     pub confidence: f64,
     /// Functions whose value is below this share (percent) of the total in both windows are not
-    /// tested (verdict [`Verdict::BelowNoiseFloor`]).
+    /// tested (verdict [`Verdict::BelowNoiseFloor`]), and a function's change smaller than this
+    /// share of the before total is `NoChange` however tight its interval.
     pub noise_floor_pct: f64,
     /// A change whose estimate is smaller than this (percent of before) is `NoChange` even
     /// when its interval excludes 0: a program's CPU rate drifts by a percent or so between

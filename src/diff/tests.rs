@@ -628,3 +628,61 @@ fn spans_read_as_durations() {
         assert_eq!(format_span(secs), want, "{secs}");
     }
 }
+
+/// A leaf function (self value = total value in every part) is one test in the Bonferroni
+/// family, not two: its p-values are multiplied by the family size, so the same data in a
+/// report where the leaf gains a measured callee shows the family grow from 3 to 5.
+#[test]
+fn a_leaf_is_one_test_in_the_family() {
+    let ms = 1_000_000;
+    let report = |alpha_child: i64| {
+        let part = |alpha: i64, beta: i64| {
+            let mut b = cpu()
+                .cpu_sample(&["main.alpha", "main.main"], alpha)
+                .cpu_sample(&["main.beta", "main.main"], beta);
+            if alpha_child > 0 {
+                b = b.cpu_sample(&["main.child", "main.alpha", "main.main"], alpha_child * ms);
+            }
+            b.window(1.0, 1)
+        };
+        let side = |values: &[(i64, i64)]| -> Vec<Window> {
+            values.iter().map(|&(a, b)| part(a * ms, b * ms)).collect()
+        };
+        let before = side(&[(100, 50), (104, 52), (98, 49), (101, 51), (97, 48)]);
+        // beta +2 ms/s in every part: a p-value well inside (0, 1) after the correction.
+        let after = side(&[(200, 52), (205, 54), (196, 51), (202, 53), (199, 50)]);
+        let whole = |parts: &[Window]| {
+            let profiles: Vec<Profile> = parts.iter().map(|w| w.profile.clone()).collect();
+            let mut p = crate::pprof::merge(&profiles).expect("merge");
+            p.duration_nanos = 5_000_000_000;
+            window(p, 5.0, 1)
+        };
+        diff_with_parts(
+            &whole(&before),
+            &whole(&after),
+            &Parts { before, after },
+            &StatsOptions::default(),
+            &Options::default(),
+        )
+        .expect("diff")
+    };
+    let beta_p = |r: &Report| {
+        r.row("main.beta")
+            .and_then(|row| row.cum_stats.as_ref())
+            .map(|c| c.p_value)
+            .expect("beta tested")
+    };
+    // Leaves alpha and beta (one test each) and main.main (no self value: one test): 3.
+    let leaves = beta_p(&report(0));
+    // alpha gains a callee: its self and total values differ (two tests), and main.child is
+    // a leaf (one test): 5. Were leaves counted twice, it would be 5 then 7.
+    let with_callee = beta_p(&report(5));
+    assert!(
+        with_callee < 1.0,
+        "{with_callee}: the correction is not capped"
+    );
+    assert!(
+        (with_callee / leaves - 5.0 / 3.0).abs() < 1e-9,
+        "{leaves} → {with_callee}"
+    );
+}
