@@ -1,7 +1,8 @@
 //! The explorer's JSON API (docs: the contract in `src/server/explore/mod.rs`) against the
 //! real binary: two stores filled beforehand, `scraper run` serving them, every endpoint's
-//! answer checked, and the downloads and the diff report compared byte for byte with what
-//! `scraper query -o`, `scraper pgo` and `scraper diff --html` write from the same store.
+//! answer checked, and the downloads and the diff report (with its statistics) compared byte for
+//! byte with what `scraper query -o`, `scraper pgo` and `scraper diff --html` write from the
+//! same store.
 
 mod server_support;
 mod store_support;
@@ -248,10 +249,6 @@ async fn explore_endpoints_answer_from_every_open_store() {
         &before_arg,
         "--after",
         &after_arg,
-        // The explorer compares merged windows, without parts (no statistics yet): the CLI's
-        // report without them must be the same bytes.
-        "--parts",
-        "0",
         "--html",
         html_file.to_str().expect("utf-8"),
     ]);
@@ -381,6 +378,11 @@ async fn explore_endpoints_answer_from_every_open_store() {
     assert_eq!(resp.headers()["content-type"], "text/html; charset=utf-8");
     let html = resp.text().await.expect("body");
     assert!(html.contains("main.alpha") && html.contains("main.beta"));
+    // With the statistics of `scraper diff`'s default parts: six scrapes per window.
+    assert!(
+        html.contains("<p class=\"stats\">") && html.contains("welch-bonferroni"),
+        "no statistics in the explorer's report"
+    );
     assert_eq!(
         html,
         std::fs::read_to_string(&html_file).expect("CLI report")

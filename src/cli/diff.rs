@@ -170,12 +170,7 @@ fn query_at(q: &Query, range: Range) -> Query {
     }
 }
 
-/// The window `range` cut into time buckets, each merged on its own: the parts the statistics
-/// compare. `merged` is the whole window's answer: there are at most as many buckets as each
-/// instance has profiles, so a bucket is at least a scrape interval long and a profile ending
-/// in it started inside the window (which is why only the first bucket needs to leave out
-/// straddling profiles). A bucket without profiles is no part. Sources that do not count
-/// profiles (remote ones) get `parts` buckets.
+/// The window `range` cut into its parts (`query::buckets`).
 fn parts(
     source: &dyn ProfileSource,
     q: &Query,
@@ -184,35 +179,12 @@ fn parts(
     parts: usize,
     label: &str,
 ) -> anyhow::Result<Vec<Window>> {
-    let per_instance = if merged.profiles > 0 {
-        merged.profiles / merged.series.max(1)
-    } else {
-        parts
-    };
-    let n = parts.min(per_instance);
-    let length = range.1.duration_since(range.0).unwrap_or_default();
-    if n < 2 || length.is_zero() {
-        return Ok(Vec::new());
-    }
-    let step = length / n as u32;
-    let mut out = Vec::with_capacity(n);
-    for k in 0..n {
-        let from = range.0 + step * k as u32;
-        let to = if k + 1 == n { range.1 } else { from + step };
-        let query = Query {
-            from,
-            to,
-            exclude_straddling: k == 0,
-            ..q.clone()
-        };
-        let part = source
-            .select_merge(&query, &mut |_, _| {})
-            .with_context(|| format!("querying part {} of {label}", k + 1))?;
-        if let Some(m) = part {
-            out.push(window(m, (from, to), label));
-        }
-    }
-    Ok(out)
+    let cut = crate::query::buckets::buckets(source, &query_at(q, range), merged, parts)
+        .with_context(|| format!("querying the parts of {label}"))?;
+    Ok(cut
+        .into_iter()
+        .map(|(m, range)| window(m, range, label))
+        .collect())
 }
 
 /// Both windows of `q` (its range is ignored), merged and in parts, compared: the report and

@@ -7,6 +7,8 @@
 //! * [`catalog`]: what a source holds (label sets, values) and "did you mean" hints.
 //! * [`local`]: the source backed by a store directory.
 //! * [`remote`]: the source backed by `querier.v1.QuerierService`.
+//! * [`buckets`]: a window cut into time buckets, each merged: the parts of `scraper diff`'s
+//!   statistics, for the CLI and the explorer alike.
 //! * [`pgo`]: what `scraper pgo` reads: a range's busiest windows, and a label's values that
 //!   split a query into workloads.
 //! * [`tree`] and [`flamegraph`]: stacks by function name and Pyroscope's flame graph
@@ -16,6 +18,7 @@
 //!   [`source::ProfileSource`] for merged pprof, marks and series); [`types`]: their series'
 //!   profile types as Pyroscope labels them.
 
+pub mod buckets;
 pub mod catalog;
 pub mod flamegraph;
 pub mod local;
