@@ -6,6 +6,9 @@ use std::time::SystemTime;
 
 use super::source::{Merged, ProfileSource, Query, QueryError};
 
+/// One bucket: its merged profiles and its range.
+pub type Bucket = (Merged, (SystemTime, SystemTime));
+
 /// Cuts `query`'s range into at most `parts` buckets and merges each; `merged` is the whole
 /// range's answer. There are at most as many buckets as each instance has profiles, so a
 /// bucket is at least a scrape interval long and a profile ending in it started inside the
@@ -17,7 +20,7 @@ pub fn buckets(
     query: &Query,
     merged: &Merged,
     parts: usize,
-) -> Result<Vec<(Merged, (SystemTime, SystemTime))>, QueryError> {
+) -> Result<Vec<Bucket>, QueryError> {
     let per_instance = if merged.profiles > 0 {
         merged.profiles / merged.series.max(1)
     } else {
