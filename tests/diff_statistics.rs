@@ -225,7 +225,7 @@ async fn no_change_is_quiet_and_ten_percent_more_cpu_is_found() {
     // test, always judges it (SCRAPER_REQUIRE_STATS_POWER=1).
     if disturbed && !required {
         eprintln!(
-            "SKIPPED the rate assertions: other work on this machine disturbed both recordings \
+            "SKIPPED the rate assertions: other work on this machine disturbed every recording \
              (more than {QUIET} cores); set SCRAPER_REQUIRE_STATS_POWER=1 to assert them"
         );
         return;
