@@ -170,12 +170,8 @@ fn scan_chunk(pattern: &str) -> (bool, &str, &str) {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'\\' => {
-                // The escaped byte is part of the chunk, whatever it is.
-                if i + 1 < bytes.len() {
-                    i += 1;
-                }
-            }
+            // The escaped byte is part of the chunk, whatever it is.
+            b'\\' if i + 1 < bytes.len() => i += 1,
             b'[' => in_range = true,
             b']' => in_range = false,
             b'*' if !in_range => break,
