@@ -6,6 +6,8 @@
 //! they chain: `discovery.kubernetes` → `discovery.relabel` → `pyroscope.scrape`. Targets
 //! travel between components as `crate::targets` capsules.
 //!
+//! * [`docker`]: `discovery.docker`, container ports from the Docker Engine API (Prometheus'
+//!   docker_sd).
 //! * [`file`]: `discovery.file`, targets from JSON or YAML files (Prometheus' file_sd).
 //! * [`http`]: `discovery.http`, targets from an HTTP endpoint (Prometheus' http_sd).
 //! * [`kubernetes`]: `discovery.kubernetes`, targets from the Kubernetes API with Prometheus'
@@ -16,6 +18,7 @@
 //! * [`sample`]: `discovery.sample`, at most N (or a fraction of the) pods of each workload,
 //!   chosen by a stable hash and kept while they exist.
 
+pub mod docker;
 pub mod file;
 pub mod http;
 pub mod kubernetes;
