@@ -15,7 +15,9 @@ use crate::runtime::MetricsRegistry;
 pub(crate) struct ClusterArgs {
     /// Share `clustering { enabled = true }` work with the other peers: each target is scraped
     /// by exactly one live peer (docs/CLUSTERING.md).
-    #[arg(long = "cluster.enabled")]
+    /// (Go's boolean forms, as Alloy's chart passes it: `--cluster.enabled=true`.)
+    #[arg(long = "cluster.enabled", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
     enabled: bool,
     /// This instance's name among the peers (default: the host name).
     #[arg(long = "cluster.node-name")]

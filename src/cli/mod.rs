@@ -1,6 +1,7 @@
 //! The command line: `scraper run | check | fmt | labels | series | query | pgo | diff | window |
 //! mark | pprof | relabel | discover | version`.
 
+mod alloy_flags;
 mod check;
 mod cluster;
 mod diff;
@@ -116,6 +117,8 @@ pub(crate) struct RunArgs {
     config_watch_interval: crate::syntax::types::Duration,
     #[command(flatten)]
     cluster: cluster::ClusterArgs,
+    #[command(flatten)]
+    alloy: alloy_flags::AlloyFlags,
 }
 
 /// A config file read and parsed for the offline debugging commands (`relabel`, `discover`).

@@ -34,6 +34,13 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 async fn run_async(args: RunArgs, logging: LoggingHandle) -> anyhow::Result<()> {
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "starting scraper");
+    for ignored in args.alloy.ignored().map_err(anyhow::Error::msg)? {
+        tracing::warn!(
+            flag = ignored.flag,
+            reason = ignored.reason,
+            "Alloy flag accepted but has no effect in scraper"
+        );
+    }
     let metrics = MetricsRegistry::new();
     metrics.register_collector(Box::new(ProcessCollector));
     let limit = parse_limit(&args.memory_limit)?;

@@ -34,6 +34,11 @@ pub fn builtin() -> Registry {
         .with(Registration::new::<
             crate::components::discovery::process::Process,
         >("discovery.process"))
+        .with(Registration::new::<
+            crate::components::discovery::docker::Docker,
+        >("discovery.docker"))
+        .with(Registration::new::<crate::components::discovery::file::File>("discovery.file"))
+        .with(Registration::new::<crate::components::discovery::http::Http>("discovery.http"))
         .with(Registration::new::<crate::components::pyroscope::ebpf::Ebpf>("pyroscope.ebpf"))
         .with(Registration::new::<
             crate::components::pyroscope::store::Store,

@@ -7,6 +7,7 @@
 //! `discovery.kubernetes` through `discovery.relabel` as pointer copies.
 
 pub mod container;
+pub mod group;
 
 use std::any::Any;
 use std::collections::BTreeMap;

@@ -5,6 +5,7 @@ pub mod alloy;
 pub mod child;
 pub mod corpus;
 pub mod ebpf;
+pub mod fake_docker;
 pub mod fake_kube;
 pub mod fake_querier;
 pub mod go;

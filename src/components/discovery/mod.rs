@@ -6,6 +6,10 @@
 //! they chain: `discovery.kubernetes` → `discovery.relabel` → `pyroscope.scrape`. Targets
 //! travel between components as `crate::targets` capsules.
 //!
+//! * [`docker`]: `discovery.docker`, container ports from the Docker Engine API (Prometheus'
+//!   docker_sd).
+//! * [`file`]: `discovery.file`, targets from JSON or YAML files (Prometheus' file_sd).
+//! * [`http`]: `discovery.http`, targets from an HTTP endpoint (Prometheus' http_sd).
 //! * [`kubernetes`]: `discovery.kubernetes`, targets from the Kubernetes API with Prometheus'
 //!   `__meta_kubernetes_*` labels.
 //! * [`process`]: `discovery.process`, one target per local process from `/proc`.
@@ -14,6 +18,9 @@
 //! * [`sample`]: `discovery.sample`, at most N (or a fraction of the) pods of each workload,
 //!   chosen by a stable hash and kept while they exist.
 
+pub mod docker;
+pub mod file;
+pub mod http;
 pub mod kubernetes;
 pub mod process;
 pub mod relabel;

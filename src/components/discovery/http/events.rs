@@ -1,0 +1,89 @@
+//! What `discovery.http` reports, as typed events (`runtime::event`) with their metric,
+//! `prometheus_sd_http_failures_total` (Prometheus' name; `component_id`, `component_path`).
+//! Failures are a warning when they start or their reason changes, a debug line while they
+//! repeat, and an info line when a request succeeds again.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+
+use crate::runtime::event::InternalEvent;
+use crate::runtime::metrics::{Labels, MetricsRegistry, component_labels};
+
+/// The family, registered once per process.
+struct HttpMetrics {
+    failures: Family<Labels, Counter>,
+}
+
+/// One instance's series.
+pub(super) struct InstanceMetrics {
+    all: Arc<HttpMetrics>,
+    base: Labels,
+}
+
+impl InstanceMetrics {
+    pub(super) fn new(registry: &MetricsRegistry, component_id: &str) -> Self {
+        let all = registry.get_or_register(|r: &mut Registry| {
+            let m = HttpMetrics {
+                failures: Family::default(),
+            };
+            r.register(
+                "prometheus_sd_http_failures",
+                "Number of HTTP service discovery refresh failures.",
+                m.failures.clone(),
+            );
+            m
+        });
+        InstanceMetrics {
+            all,
+            base: component_labels(component_id),
+        }
+    }
+
+    /// Removes this instance's series (the component exited).
+    pub(super) fn remove(&self) {
+        self.all.failures.remove(&self.base);
+    }
+}
+
+/// A request failed; the last good targets stay.
+pub(super) struct RequestFailed<'a> {
+    pub component: &'a str,
+    pub url: &'a str,
+    pub error: &'a str,
+    /// The first failure in a row, or one for a different reason.
+    pub new: bool,
+    pub kept: usize,
+    pub metrics: &'a InstanceMetrics,
+}
+
+impl InternalEvent for RequestFailed<'_> {
+    fn emit(self) {
+        self.metrics
+            .all
+            .failures
+            .get_or_create(&self.metrics.base)
+            .inc();
+        if self.new {
+            tracing::warn!(component = %self.component, url = %self.url, error = %self.error, kept_targets = self.kept, "discovery.http request failed; keeping the last good targets");
+        } else {
+            tracing::debug!(component = %self.component, url = %self.url, error = %self.error, "discovery.http request still failing");
+        }
+    }
+}
+
+/// A request succeeded after failures that began at `since`.
+pub(super) struct RequestRecovered<'a> {
+    pub component: &'a str,
+    pub url: &'a str,
+    pub since: Instant,
+}
+
+impl InternalEvent for RequestRecovered<'_> {
+    fn emit(self) {
+        tracing::info!(component = %self.component, url = %self.url, failing_for = ?self.since.elapsed(), "discovery.http requests work again");
+    }
+}
