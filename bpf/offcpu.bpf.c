@@ -45,6 +45,8 @@ struct task_struct___offcpu {
 } __attribute__((preserve_access_index));
 
 #define MAX_FRAMES 127
+/* bpf_get_stack's flags carry a count of leading frames to skip (BPF_F_SKIP_FIELD_MASK). */
+#define SKIP_OWN_FRAMES 2
 
 #define KIND_STACK 1
 #define KIND_END 2
@@ -202,7 +204,9 @@ static __always_inline void switch_out(void *ctx)
 	}
 	r->kernel_len = 0;
 	if (kernel_frames) {
-		n = bpf_get_stack(ctx, r->kernel, sizeof(r->kernel), 0);
+		/* The walk starts in this program and the tracepoint's runner
+		 * (bpf_prog_..., bpf_trace_run4): skip those two so the leaf is __schedule. */
+		n = bpf_get_stack(ctx, r->kernel, sizeof(r->kernel), SKIP_OWN_FRAMES);
 		if (n > 0)
 			r->kernel_len = n / sizeof(u64);
 	}
