@@ -6,7 +6,8 @@
 //! | `targets`, `forward_to`, `collect_interval`, `targets_only` | as Alloy |
 //! | `sample_rate` | as Alloy, but the default is 97 Hz (Alloy: 19): our sampler is cheap enough (spec ebpf-notes §8), and 19 Hz gives too few samples per 15 s interval for a useful per-process profile |
 //! | `demangle`, `kernel_frames`, `comm`, `pid_label` | as Alloy |
-//! | `off_cpu_threshold` | 0 only; > 0 is accepted, reported in the debug info and ignored (no off-CPU sampling yet) |
+//! | `off_cpu_threshold` | as Alloy: the probability (0 to 1) that a thread's switch-out is timed; > 0 adds one `offcpu` profile per process (`offcpu`/`nanoseconds`, values scaled by 1 / probability to estimate the real time; Alloy sends the sampled time unscaled; docs/EBPF.md, "Off-CPU"). Needs the BPF sampler |
+//! | `off_cpu_min_block` | **ours**, not Alloy's: blocks shorter than this duration are not reported (default `1ms`; `0s` reports every block). Only used when `off_cpu_threshold > 0` |
 //! | `python_enabled`, `perl_enabled`, `php_enabled`, `hotspot_enabled`, `ruby_enabled`, `v8_enabled`, `dotnet_enabled` | accepted; interpreter unwinding is not supported, so interpreted frames show as the interpreter's native frames |
 //! | `go_enabled` | accepted; Go is always symbolized (from `.gopclntab`, stripped binaries included) |
 //! | `bpf_fs_root`, `obi_process_context_enabled`, `load_probe`, `probe_links`, `verbose_mode`, `lazy_mode`, `no_kernel_version_check`, `symb_cache_path`, `symb_cache_size`, `reporter_unsymbolized_stubs`, `debug_info { }` | accepted and ignored (they configure parts of the OTel profiler we do not have) |
@@ -66,20 +67,35 @@ pub struct Arguments {
     pub kernel_frames: bool,
     pub comm: Comm,
     pub pid_label: bool,
+    /// `off_cpu_threshold`: the probability that a switch-out is timed; 0 turns off-CPU
+    /// profiling off.
+    pub off_cpu_threshold: f64,
+    /// `off_cpu_min_block` (ours): shorter blocks are not reported.
+    pub off_cpu_min_block: std::time::Duration,
     /// Arguments we accept but do not implement, for the debug info.
     pub unsupported: Vec<String>,
 }
 
 impl Arguments {
     /// What a sampler restart depends on (everything else can change while running).
-    pub fn sampler_key(&self) -> (bool, u64, bool) {
-        (self.targets_only, self.sample_rate, self.kernel_frames)
+    pub fn sampler_key(&self) -> (bool, u64, bool, u64, std::time::Duration) {
+        (
+            self.targets_only,
+            self.sample_rate,
+            self.kernel_frames,
+            self.off_cpu_threshold.to_bits(),
+            self.off_cpu_min_block,
+        )
     }
 }
 
 /// Defaults of the Alloy arguments.
 pub const DEFAULT_SAMPLE_RATE: u64 = 97;
 const DEFAULT_COLLECT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(15);
+/// `off_cpu_min_block`'s default: blocks under a millisecond (preemption, short lock and
+/// I/O waits) are the bulk of all context switches and the least useful, and a thread can
+/// then report at most 1,000 blocks a second.
+pub const DEFAULT_OFF_CPU_MIN_BLOCK: std::time::Duration = std::time::Duration::from_millis(1);
 
 fn yes() -> bool {
     true
@@ -89,6 +105,9 @@ fn default_interval() -> Duration {
 }
 fn default_rate() -> i64 {
     DEFAULT_SAMPLE_RATE as i64
+}
+fn default_min_block() -> Duration {
+    Duration(DEFAULT_OFF_CPU_MIN_BLOCK)
 }
 fn default_demangle() -> String {
     "none".into()
@@ -127,6 +146,8 @@ struct Raw {
     demangle: String,
     #[serde(default)]
     off_cpu_threshold: f64,
+    #[serde(default = "default_min_block")]
+    off_cpu_min_block: Duration,
     #[serde(default = "yes")]
     kernel_frames: bool,
     #[serde(default = "default_comm")]
@@ -232,9 +253,6 @@ impl TryFrom<Raw> for Arguments {
         let demangle: Demangle = r.demangle.parse()?;
         let comm = Comm::parse(&r.comm)?;
         let mut unsupported = Vec::new();
-        if r.off_cpu_threshold > 0.0 {
-            unsupported.push("off_cpu_threshold: off-CPU profiles are not collected".to_string());
-        }
         let interpreters = [
             ("python_enabled", r.python_enabled),
             ("perl_enabled", r.perl_enabled),
@@ -297,6 +315,8 @@ impl TryFrom<Raw> for Arguments {
             kernel_frames: r.kernel_frames,
             comm,
             pid_label: r.pid_label,
+            off_cpu_threshold: r.off_cpu_threshold,
+            off_cpu_min_block: r.off_cpu_min_block.get(),
             unsupported,
         })
     }
@@ -316,6 +336,19 @@ mod tests {
         assert_eq!(a.demangle, Demangle::None);
         assert_eq!(a.comm, Comm::None);
         assert!(a.targets.is_empty() && a.unsupported.is_empty());
+        assert_eq!(a.off_cpu_threshold, 0.0);
+        assert_eq!(a.off_cpu_min_block, std::time::Duration::from_millis(1));
+    }
+
+    #[test]
+    fn off_cpu_settings_decode_and_restart_the_sampler() {
+        let a: Arguments =
+            decode_source("forward_to = []\noff_cpu_threshold = 0.25\noff_cpu_min_block = \"5ms\"")
+                .expect("valid");
+        assert_eq!(a.off_cpu_threshold, 0.25);
+        assert_eq!(a.off_cpu_min_block, std::time::Duration::from_millis(5));
+        let b: Arguments = decode_source("forward_to = []").expect("valid");
+        assert_ne!(a.sampler_key(), b.sampler_key());
     }
 
     #[test]
@@ -349,10 +382,7 @@ debug_info {
             .iter()
             .filter_map(|u| u.split(':').next())
             .collect();
-        assert_eq!(
-            listed,
-            ["off_cpu_threshold", "python_enabled", "debug_info"]
-        );
+        assert_eq!(listed, ["python_enabled", "debug_info"]);
     }
 
     #[test]

@@ -85,7 +85,12 @@ impl Component for Ebpf {
         let status = lock(&self.session).status();
         match status.mode {
             Mode::Failed { error } => Some(Health::unhealthy(error)),
-            _ => status.findings.unhealthy.map(Health::unhealthy),
+            // Off-CPU profiles were asked for and none will come: as loud as a CPU problem.
+            _ => status
+                .off_cpu
+                .and_then(|o| o.error)
+                .map(|e| Health::unhealthy(format!("off-CPU profiling failed: {e}")))
+                .or_else(|| status.findings.unhealthy.map(Health::unhealthy)),
         }
     }
 }

@@ -13,6 +13,8 @@
 //! | `pyroscope_ebpf_samples_filtered_total` | reason | samples in no profile: `not_followed` (the BPF program's target filter skipped the process: it was no target when sampled), `no_target` (the process matched no target, checked again when the interval was collected) |
 //! | `pyroscope_ebpf_user_frames_total` | result | user-space frames in the profiles produced, weighted by samples: `symbolized` or `unknown` (`[unknown]`); the vDSO is not counted |
 //! | `pyroscope_ebpf_unwind_stacks_total` | result | user stacks unwound from the BPF program's stack copies: `complete`, or why one ended `[truncated]` (`stack_copy_exhausted`, `go_stack_switch`, `bad_frame`, `unknown_mapping`, `process_unreadable`, `depth_limit`, `no_stack_copy`; docs/EBPF.md) |
+//! | `pyroscope_ebpf_offcpu_failures_total` | | off-CPU sampler starts that failed (`off_cpu_threshold > 0`; CPU profiling goes on) |
+//! | `pyroscope_ebpf_offcpu_lost_total` | | off-CPU records the kernel could not deliver (ring full) |
 //! | `pyroscope_ebpf_inaccessible_processes` | reason | at the last collection, processes the component should profile but cannot: `not_permitted` (no ptrace read access, so their files cannot be opened through /proc/<pid>/root: they cannot be symbolized, nor sampled by the perf fallback), `exited` (followed pids that no longer exist) |
 //!
 //! The first six are Alloy's (Alloy also has `pyroscope_ebpf_pprofs_dropped_total`, for
@@ -42,6 +44,8 @@ pub struct EbpfMetrics {
     user_frames: Family<Labels, Counter>,
     unwind_stacks: Family<Labels, Counter>,
     inaccessible: Family<Labels, Gauge>,
+    offcpu_failures: Family<Labels, Counter>,
+    offcpu_lost: Family<Labels, Counter>,
 }
 
 impl EbpfMetrics {
@@ -59,6 +63,8 @@ impl EbpfMetrics {
                 user_frames: Family::default(),
                 unwind_stacks: Family::default(),
                 inaccessible: Family::default(),
+                offcpu_failures: Family::default(),
+                offcpu_lost: Family::default(),
             };
             r.register(
                 "pyroscope_ebpf_active_targets",
@@ -115,6 +121,16 @@ impl EbpfMetrics {
                 "Processes to profile that could not be read or sampled at the last collection",
                 m.inaccessible.clone(),
             );
+            r.register(
+                "pyroscope_ebpf_offcpu_failures",
+                "Off-CPU sampler starts that failed",
+                m.offcpu_failures.clone(),
+            );
+            r.register(
+                "pyroscope_ebpf_offcpu_lost",
+                "Off-CPU records the kernel could not deliver because the ring was full",
+                m.offcpu_lost.clone(),
+            );
             m
         })
     }
@@ -166,7 +182,11 @@ impl EbpfMetrics {
             .inaccessible
             .get_or_create(&with("reason", "exited"))
             .clone();
+        let offcpu_failures = self.offcpu_failures.get_or_create(&base).clone();
+        let offcpu_lost = self.offcpu_lost.get_or_create(&base).clone();
         ComponentMetrics {
+            offcpu_failures,
+            offcpu_lost,
             active_targets,
             sessions,
             sessions_failing,
@@ -199,6 +219,8 @@ pub struct ComponentMetrics {
     pub user_frames_unknown: Counter,
     pub inaccessible_not_permitted: Gauge,
     pub inaccessible_exited: Gauge,
+    pub offcpu_failures: Counter,
+    pub offcpu_lost: Counter,
     /// `pyroscope_ebpf_unwind_stacks_total` by result.
     unwind: Vec<(&'static str, Counter)>,
 }
@@ -257,6 +279,8 @@ mod tests {
             "result=\"complete\"} 1",
             "result=\"stack_copy_exhausted\"} 2",
             "result=\"go_stack_switch\"} 0",
+            "pyroscope_ebpf_offcpu_failures_total{",
+            "pyroscope_ebpf_offcpu_lost_total{",
         ] {
             assert!(text.contains(series), "{series} not in\n{text}");
         }

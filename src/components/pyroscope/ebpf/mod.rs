@@ -19,6 +19,8 @@
 //!   trait.
 //! * [`bpf`]: the BPF sampler (the program in `bpf/`, loaded with aya; a ring of records:
 //!   kernel stack, frame-pointer user stack, user registers and a copy of the user stack).
+//! * [`offcpu`]: off-CPU profiles (`off_cpu_threshold > 0`): a second BPF program times
+//!   target threads' blocks; its records become a separate `offcpu` profile per process.
 //! * [`perf`]: the fallback without BPF privileges: `perf_event_open` per thread.
 //! * [`unwind`]: a record's registers and stack copy to return addresses, with no frame
 //!   pointers needed (signal frames, Go's `.gopclntab`, `.eh_frame` through framehop).
@@ -39,6 +41,7 @@ pub mod caps;
 pub mod component;
 pub mod health;
 pub mod metrics;
+pub mod offcpu;
 pub mod perf;
 pub mod profile;
 pub mod sample;

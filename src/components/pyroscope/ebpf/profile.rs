@@ -25,6 +25,9 @@ struct StackKey {
 struct StackEntry {
     frames: Box<[u32]>,
     count: u64,
+    /// Sum of the samples' own values (off-CPU nanoseconds); unused for CPU samples, whose
+    /// value is `count` periods.
+    weight: u64,
 }
 
 /// Samples of one interval.
@@ -45,6 +48,9 @@ pub struct Shape {
     pub comm_label: bool,
     /// Add a `pid` label to samples.
     pub pid_label: bool,
+    /// Off-CPU profile: sample type `offcpu`/`nanoseconds` with each stack's summed weight,
+    /// period 1 and no period type, as Alloy builds it; else `cpu`/`nanoseconds` counts.
+    pub off_cpu: bool,
 }
 
 /// One finished profile.
@@ -91,6 +97,19 @@ impl Interval {
         user: &[u64],
         symbolize: impl FnOnce() -> Vec<Frame>,
     ) {
+        self.add_weighted(pid, comm, kernel, user, 0, symbolize)
+    }
+
+    /// [`Interval::add`] for a sample with its own value (off-CPU nanoseconds).
+    pub fn add_weighted(
+        &mut self,
+        pid: u32,
+        comm: [u8; 16],
+        kernel: &[u64],
+        user: &[u64],
+        weight: u64,
+        symbolize: impl FnOnce() -> Vec<Frame>,
+    ) {
         self.samples += 1;
         let mut addrs = Vec::with_capacity(kernel.len() + 1 + user.len());
         addrs.extend_from_slice(kernel);
@@ -103,10 +122,18 @@ impl Interval {
         };
         if let Some(e) = self.stacks.get_mut(&key) {
             e.count += 1;
+            e.weight = e.weight.saturating_add(weight);
             return;
         }
         let frames = symbolize().into_iter().map(|f| self.intern(f)).collect();
-        self.stacks.insert(key, StackEntry { frames, count: 1 });
+        self.stacks.insert(
+            key,
+            StackEntry {
+                frames,
+                count: 1,
+                weight,
+            },
+        );
     }
 
     /// Calls `each(pid, frame, samples)` for every frame of every stack so far, with the
@@ -260,19 +287,23 @@ impl<'a> Builder<'a> {
         time_nanos: i64,
         duration_nanos: i64,
     ) -> Profile {
-        let cpu = self.str("cpu");
+        let kind = self.str(if shape.off_cpu { "offcpu" } else { "cpu" });
         let ns = self.str("nanoseconds");
         let comm_key = self.str("comm");
         let pid_key = self.str("pid");
         self.profile.sample_type = vec![ValueType {
-            r#type: cpu,
+            r#type: kind,
             unit: ns,
         }];
-        self.profile.period_type = Some(ValueType {
-            r#type: cpu,
-            unit: ns,
-        });
-        self.profile.period = shape.period_ns;
+        if shape.off_cpu {
+            self.profile.period = 1;
+        } else {
+            self.profile.period_type = Some(ValueType {
+                r#type: kind,
+                unit: ns,
+            });
+            self.profile.period = shape.period_ns;
+        }
         self.profile.time_nanos = time_nanos;
         self.profile.duration_nanos = duration_nanos;
         for (key, entry) in stacks {
@@ -298,7 +329,11 @@ impl<'a> Builder<'a> {
             }
             self.profile.sample.push(Sample {
                 location_id,
-                value: vec![(entry.count as i64).saturating_mul(shape.period_ns)],
+                value: vec![if shape.off_cpu {
+                    entry.weight.min(i64::MAX as u64) as i64
+                } else {
+                    (entry.count as i64).saturating_mul(shape.period_ns)
+                }],
                 label,
             });
         }
@@ -345,6 +380,7 @@ mod tests {
             period_ns: 10_309_278,
             comm_label: true,
             pid_label: true,
+            off_cpu: false,
         };
         let out = iv.finish(
             shape,
@@ -382,5 +418,38 @@ mod tests {
         assert_eq!(p.mapping.len(), 2);
         let labels: Vec<(&str, &str)> = heavy.label.iter().map(|l| (s(l.key), s(l.str))).collect();
         assert_eq!(labels, [("comm", "spin"), ("pid", "1")]);
+    }
+
+    #[test]
+    fn off_cpu_profiles_sum_their_samples_weights_as_alloy_types_them() {
+        let mut iv = Interval::new(SystemTime::UNIX_EPOCH);
+        let stack = || vec![frame("block_long", "a.out"), frame("main", "a.out")];
+        iv.add_weighted(7, [0; 16], &[0xffff_0001], &[0x10], 50_000_000, stack);
+        iv.add_weighted(7, [0; 16], &[0xffff_0001], &[0x10], 51_000_000, stack);
+        iv.add_weighted(7, [0; 16], &[], &[0x20], 3_000_000, || {
+            vec![frame("other", "a.out")]
+        });
+        let shape = Shape {
+            period_ns: 10_309_278,
+            comm_label: false,
+            pid_label: false,
+            off_cpu: true,
+        };
+        let out = iv.finish(
+            shape,
+            SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1),
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].samples, 3);
+        let p = Profile::decode(out[0].pprof.as_slice()).expect("decodes");
+        crate::pprof::validate(&p).expect("valid pprof");
+        let s = |i: i64| p.string_table[i as usize].as_str();
+        assert_eq!(s(p.sample_type[0].r#type), "offcpu");
+        assert_eq!(s(p.sample_type[0].unit), "nanoseconds");
+        assert_eq!(p.period, 1);
+        assert!(p.period_type.is_none());
+        let mut values: Vec<i64> = p.sample.iter().map(|x| x.value[0]).collect();
+        values.sort();
+        assert_eq!(values, [3_000_000, 101_000_000]);
     }
 }

@@ -17,6 +17,7 @@ use super::bpf::{self, BpfSampler};
 use super::caps::{self, Caps};
 use super::health::{self, Access, IntervalReport, Trouble};
 use super::metrics::ComponentMetrics;
+use super::offcpu::{self, OffCpu};
 use super::perf::PerfSampler;
 use super::profile::{Interval, Shape};
 use super::sample::{RawSample, Sampler};
@@ -142,6 +143,8 @@ struct Runner {
     shared: Arc<Shared>,
     sampler: Option<Box<dyn Sampler>>,
     bpf_stats: Option<Box<dyn Fn() -> bpf::Stats + Send>>,
+    /// Off-CPU profiling (`off_cpu_threshold > 0`), with its own interval.
+    offcpu: OffCpu,
     symbolizer: Symbolizer,
     unwinder: Unwinder,
     interval: Interval,
@@ -206,6 +209,8 @@ struct Deferred {
     ended: SystemTime,
     /// When it started waiting.
     since: Instant,
+    /// An `offcpu` profile rather than a `process_cpu` one.
+    off_cpu: bool,
 }
 
 /// Why an interval ends.
@@ -251,6 +256,7 @@ impl Runner {
             shared,
             sampler: None,
             bpf_stats: None,
+            offcpu: OffCpu::off(),
             symbolizer,
             unwinder: Unwinder::new(budget),
             interval: Interval::new(SystemTime::now()),
@@ -308,6 +314,7 @@ impl Runner {
     fn start_sampler(&mut self) {
         self.sampler = None;
         self.bpf_stats = None;
+        self.offcpu = OffCpu::off();
         self.followed.clear();
         self.metrics.sessions.inc();
         let caps = Caps::current();
@@ -330,6 +337,7 @@ impl Runner {
                     self.bpf_stats = Some(Box::new(move || lock(&stats).stats()));
                     self.sampler = Some(Box::new(SharedBpf(s)));
                     self.set_mode(Mode::Bpf);
+                    self.start_offcpu(true);
                     self.refresh_filter();
                     return;
                 }
@@ -366,7 +374,19 @@ impl Runner {
         tracing::warn!(%reason, "pyroscope.ebpf uses the perf_event_open fallback");
         self.sampler = Some(Box::new(PerfSampler::new(self.args.sample_rate, kernel)));
         self.set_mode(Mode::Perf { reason });
+        self.start_offcpu(false);
         self.refresh_filter();
+    }
+
+    /// Starts off-CPU profiling when asked for (it needs BPF; a failure is reported).
+    fn start_offcpu(&mut self, bpf_mode: bool) {
+        self.offcpu = OffCpu::start(
+            &self.args,
+            bpf_mode,
+            stack_bytes(),
+            &self.metrics.offcpu_failures,
+        );
+        lock(&self.shared.status).off_cpu = self.offcpu.status();
     }
 
     fn apply(&mut self, args: Arguments) {
@@ -420,7 +440,11 @@ impl Runner {
             return;
         };
         let result = if self.targets.profiles_everything() {
-            sampler.set_filter(None)
+            let r = sampler.set_filter(None);
+            if let Err(e) = self.offcpu.set_filter(None) {
+                tracing::warn!(error = %e, "pyroscope.ebpf: off-CPU filter");
+            }
+            r
         } else {
             let mut pids: HashSet<u32> = self.targets.pids().collect();
             if self.targets.has_containers() {
@@ -435,6 +459,9 @@ impl Runner {
                 }
             }
             let r = sampler.set_filter(Some(&pids));
+            if let Err(e) = self.offcpu.set_filter(Some(&pids)) {
+                tracing::warn!(error = %e, "pyroscope.ebpf: off-CPU filter");
+            }
             self.followed = pids;
             r
         };
@@ -462,9 +489,12 @@ impl Runner {
         let mut unmatched = 0u64;
         let total = samples.len() as u64;
         for s in samples {
-            if !self.add(s) {
+            if !self.add(s, None) {
                 unmatched += 1;
             }
+        }
+        for (s, off_ns) in self.offcpu.drain(&self.metrics.offcpu_lost) {
+            self.add(s, Some(off_ns));
         }
         let bpf = self.bpf_stats.as_ref().map(|f| f());
         if let Some(stats) = bpf
@@ -478,10 +508,12 @@ impl Runner {
         status.samples_unmatched += unmatched;
         status.bpf = bpf;
         status.problems = problems;
+        status.off_cpu = self.offcpu.status();
     }
 
-    /// Counts one sample; false when its process has no target.
-    fn add(&mut self, s: RawSample) -> bool {
+    /// Counts one sample (an off-CPU one with its nanoseconds); false when its process has
+    /// no target.
+    fn add(&mut self, s: RawSample, off_ns: Option<u64>) -> bool {
         let containers = &mut self.containers;
         let targets = &self.targets;
         let target = self
@@ -519,7 +551,12 @@ impl Runner {
         };
         let symbolizer = &mut self.symbolizer;
         let comm_frame = self.args.comm.frame();
-        self.interval.add(s.pid, comm, &s.kernel, user, || {
+        let interval = match off_ns {
+            Some(_) => &mut self.offcpu.interval,
+            None => &mut self.interval,
+        };
+        let weight = off_ns.unwrap_or(0);
+        interval.add_weighted(s.pid, comm, &s.kernel, user, weight, || {
             let addrs = match user.split_last() {
                 Some((&TRUNCATED_ADDR, rest)) => rest,
                 _ => user,
@@ -548,6 +585,12 @@ impl Runner {
             period_ns: (1_000_000_000 / self.args.sample_rate.max(1)) as i64,
             comm_label: self.args.comm.label(),
             pid_label: self.args.pid_label,
+            off_cpu: false,
+        };
+        let off_interval = std::mem::replace(&mut self.offcpu.interval, Interval::new(ended));
+        let off_shape = Shape {
+            off_cpu: true,
+            ..shape
         };
         self.keep_sample_targets();
         let mut batch = Vec::new();
@@ -556,17 +599,22 @@ impl Runner {
         for d in std::mem::take(&mut self.books.deferred) {
             match self.attribute(d.pid, Some(d.since), why) {
                 Attribution::Target(t) => {
-                    batch.push(self.profile(&t, d.pid, d.raw, d.samples, d.ended));
+                    batch.push(self.profile(&t, d.pid, d.raw, d.samples, d.ended, d.off_cpu));
                 }
                 Attribution::Defer => self.books.deferred.push(d),
                 Attribution::Drop => dropped += d.samples,
             }
         }
-        for p in interval.finish(shape, ended) {
+        let cpu = interval
+            .finish(shape, ended)
+            .into_iter()
+            .map(|p| (p, false));
+        let off = off_interval.finish(off_shape, ended).into_iter();
+        for (p, off_cpu) in cpu.chain(off.map(|p| (p, true))) {
             match self.attribute(p.pid, None, why) {
                 Attribution::Target(t) => {
                     let raw = crate::pprof::gzip(&p.pprof, crate::pprof::DEFAULT_LEVEL);
-                    batch.push(self.profile(&t, p.pid, raw, p.samples, ended));
+                    batch.push(self.profile(&t, p.pid, raw, p.samples, ended, off_cpu));
                 }
                 Attribution::Defer => self.books.deferred.push(Deferred {
                     pid: p.pid,
@@ -574,6 +622,7 @@ impl Runner {
                     samples: p.samples,
                     ended,
                     since: Instant::now(),
+                    off_cpu,
                 }),
                 Attribution::Drop => dropped += p.samples,
             }
@@ -592,6 +641,7 @@ impl Runner {
         let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
         self.symbolizer.retain_pids(&alive);
         self.unwinder.retain_pids(&alive);
+        self.offcpu.retain_pids(&alive);
         self.containers.retain(|&pid, _| alive(pid));
         self.pid_targets.clear();
         let mut status = lock(&self.shared.status);
@@ -664,9 +714,13 @@ impl Runner {
         raw: Vec<u8>,
         samples: u64,
         ended: SystemTime,
+        off_cpu: bool,
     ) -> Profile {
         // The target's shared set plus this process's labels: no target label is copied.
         let mut labels = target.labels.clone();
+        if off_cpu {
+            labels.set("__name__", offcpu::PROFILE_NAME);
+        }
         labels.set(PID_LABEL, &pid.to_string());
         let container = target
             .container_id

@@ -1,0 +1,415 @@
+//! Loads `bpf/offcpu.bpf.o` with aya: one program on the `sched_switch` raw tracepoint that
+//! writes a STACK record (the same stacks as the CPU sampler's) when it times a thread's
+//! switch-out, and an END record with the nanoseconds off CPU when that thread runs again
+//! after a long enough block. [`super::pair`] joins the two.
+//!
+//! The object is built by `bpf/build.sh` and committed (`source_hash_matches_the_committed_object`
+//! fails when its sources changed without a rebuild).
+
+use std::collections::HashSet;
+
+use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::programs::RawTracePoint;
+use aya::{Ebpf, EbpfLoader};
+
+use super::super::sample::{RawSample, UserRegs};
+
+/// The compiled program (see `bpf/build.sh`).
+static OBJECT: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("CARGO_MANIFEST_DIR"), "/bpf/offcpu.bpf.o"));
+
+const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+/// `MAX_FRAMES` in offcpu.bpf.c.
+const MAX_FRAMES: usize = 127;
+/// `STACK_MAX` in bpf/user_stack.h.
+pub const STACK_MAX: u32 = 32 * 1024;
+/// `KIND_*` in offcpu.bpf.c: every record starts with its kind.
+const KIND_STACK: u32 = 1;
+const KIND_END: u32 = 2;
+/// Offsets in `struct record` (offcpu.bpf.c).
+const PID_AT: usize = 4;
+const TID_AT: usize = 8;
+const USER_LEN_AT: usize = 12;
+const KERNEL_LEN_AT: usize = 16;
+const STACK_LEN_AT: usize = 20;
+const FLAGS_AT: usize = 24;
+const COMM_AT: usize = 32;
+const REGS_AT: usize = 48;
+const SWITCHED_OUT_AT: usize = 72;
+const USER_AT: usize = 80;
+const KERNEL_AT: usize = USER_AT + MAX_FRAMES * 8;
+const RECORD_HEADER: usize = KERNEL_AT + MAX_FRAMES * 8;
+const RECORD_REGS: u32 = 1;
+/// `struct end`: kind, tid, switch-out time, nanoseconds off CPU.
+const END_LEN: usize = 24;
+/// The ring: 8 MiB holds ~240 STACK records with whole stack copies, so a drain every
+/// 200 ms keeps up with ~1,200 chosen switch-outs a second before records are lost (and
+/// counted); `off_cpu_threshold` is the knob for busier targets.
+const RING_BYTES: u32 = 8 << 20;
+
+/// Why the off-CPU sampler could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OffCpuError {
+    #[error("reading kernel BTF from /sys/kernel/btf/vmlinux: {0}")]
+    Btf(String),
+    #[error("loading the off-CPU BPF object: {0}")]
+    Load(String),
+    #[error("the off-CPU BPF object has no {0}")]
+    Missing(&'static str),
+    #[error("attaching {what}: {message}")]
+    Attach { what: String, message: String },
+    #[error("listing CPUs: {0}")]
+    Cpus(String),
+}
+
+/// How to load the program.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Follow only processes in the filter (`targets_only`).
+    pub filter: bool,
+    pub kernel_frames: bool,
+    /// Bytes of user stack copied per record (at most [`STACK_MAX`]).
+    pub stack_bytes: u32,
+    /// `off_cpu_threshold` in (0, 1]: the probability that a switch-out is timed.
+    pub probability: f64,
+    /// Blocks shorter than this are dropped in the kernel.
+    pub min_block_ns: u64,
+}
+
+/// The threshold the program compares a random u32 with: Alloy's `threshold * u32::MAX`.
+pub fn threshold(probability: f64) -> u32 {
+    (probability.clamp(0.0, 1.0) * f64::from(u32::MAX)) as u32
+}
+
+/// In-kernel counters (`enum stat` in offcpu.bpf.c), summed over CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    /// Blocks reported (END records written).
+    pub blocks: u64,
+    /// Switch-outs of followed threads.
+    pub switches: u64,
+    /// Switch-outs chosen (with probability `off_cpu_threshold`): stacks taken and timed.
+    pub chosen: u64,
+    /// Chosen blocks shorter than `off_cpu_min_block`, dropped.
+    pub short: u64,
+    /// Records lost because the ring was full.
+    pub ring_full: u64,
+    /// User stack copies cut short by an unreadable page.
+    pub stack_faults: u64,
+    /// Switch-out times that could not be stored.
+    pub times_full: u64,
+}
+
+/// One ring record.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Record {
+    /// The stacks of a thread whose switch-out was chosen, taken as it left the CPU.
+    Stack {
+        switched_out: u64,
+        sample: RawSample,
+    },
+    /// That thread ran again after `off_ns`, at least `off_cpu_min_block`.
+    End {
+        tid: u32,
+        switched_out: u64,
+        off_ns: u64,
+    },
+}
+
+/// A loaded and attached off-CPU sampler; dropping it detaches the programs.
+pub struct OffCpuSampler {
+    ring: RingBuf<MapData>,
+    targets: BpfHashMap<MapData, u32, u8>,
+    stats: PerCpuArray<MapData, u64>,
+    filtered: HashSet<u32>,
+    filter: bool,
+    _ebpf: Ebpf,
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut next = e.source();
+    while let Some(inner) = next {
+        let text = inner.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        next = inner.source();
+    }
+    s
+}
+
+impl OffCpuSampler {
+    /// Loads, verifies and attaches both programs.
+    pub fn load(opts: Options) -> Result<Self, OffCpuError> {
+        if let Err(e) = std::fs::metadata(KERNEL_BTF) {
+            return Err(OffCpuError::Btf(e.to_string()));
+        }
+        let possible = aya::util::nr_cpus()
+            .map_err(|(what, e)| OffCpuError::Cpus(format!("{what}: {e}")))?
+            .max(1) as u32;
+        let filter = u8::from(opts.filter);
+        let kernel = u8::from(opts.kernel_frames);
+        let stack_bytes = opts.stack_bytes.min(STACK_MAX);
+        let threshold = threshold(opts.probability);
+        let min_block_ns = opts.min_block_ns;
+        let mut ebpf = EbpfLoader::new()
+            .override_global("filter_targets", &filter, true)
+            .override_global("kernel_frames", &kernel, true)
+            .override_global("stack_bytes", &stack_bytes, true)
+            .override_global("threshold", &threshold, true)
+            .override_global("min_block_ns", &min_block_ns, true)
+            .map_max_entries("records", RING_BYTES)
+            .map_max_entries("scratch", possible)
+            .load(OBJECT)
+            .map_err(|e| OffCpuError::Load(chain(&e)))?;
+        // A raw tracepoint is attached by name: no tracefs needed.
+        let tp: &mut RawTracePoint = ebpf
+            .program_mut("offcpu_sched_switch")
+            .ok_or(OffCpuError::Missing("program offcpu_sched_switch"))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| OffCpuError::Load(chain(&e)))?;
+        tp.load().map_err(|e| OffCpuError::Load(chain(&e)))?;
+        tp.attach("sched_switch").map_err(|e| OffCpuError::Attach {
+            what: "the sched_switch raw tracepoint".into(),
+            message: chain(&e),
+        })?;
+        let ring = RingBuf::try_from(
+            ebpf.take_map("records")
+                .ok_or(OffCpuError::Missing("map records"))?,
+        )
+        .map_err(|e| OffCpuError::Load(chain(&e)))?;
+        let targets = BpfHashMap::try_from(
+            ebpf.take_map("targets")
+                .ok_or(OffCpuError::Missing("map targets"))?,
+        )
+        .map_err(|e| OffCpuError::Load(chain(&e)))?;
+        let stats = PerCpuArray::try_from(
+            ebpf.take_map("stats")
+                .ok_or(OffCpuError::Missing("map stats"))?,
+        )
+        .map_err(|e| OffCpuError::Load(chain(&e)))?;
+        tracing::info!(
+            probability = opts.probability,
+            min_block_ns,
+            filter = opts.filter,
+            "off-CPU sampler attached"
+        );
+        Ok(OffCpuSampler {
+            ring,
+            targets,
+            stats,
+            filtered: HashSet::new(),
+            filter: opts.filter,
+            _ebpf: ebpf,
+        })
+    }
+
+    pub fn stats(&self) -> Stats {
+        let read = |i: u32| -> u64 {
+            self.stats
+                .get(&i, 0)
+                .map(|per_cpu| per_cpu.iter().sum())
+                .unwrap_or(0)
+        };
+        Stats {
+            blocks: read(0),
+            switches: read(1),
+            chosen: read(2),
+            short: read(3),
+            ring_full: read(4),
+            stack_faults: read(5),
+            times_full: read(6),
+        }
+    }
+
+    /// Follows these processes (`None`: every process, which needs a program loaded without
+    /// the filter).
+    pub fn set_filter(&mut self, pids: Option<&HashSet<u32>>) -> Result<(), String> {
+        let Some(pids) = pids else {
+            return if self.filter {
+                Err("the off-CPU program was loaded to follow target processes only".into())
+            } else {
+                Ok(())
+            };
+        };
+        if !self.filter {
+            return Ok(());
+        }
+        let gone: Vec<u32> = self.filtered.difference(pids).copied().collect();
+        for pid in gone {
+            // Missing already is fine: the map and `filtered` agree either way.
+            let _ = self.targets.remove(&pid);
+            self.filtered.remove(&pid);
+        }
+        for &pid in pids {
+            if self.filtered.contains(&pid) {
+                continue;
+            }
+            self.targets.insert(pid, 1, 0).map_err(|e| {
+                format!("adding pid {pid} to the off-CPU target map: {}", chain(&e))
+            })?;
+            self.filtered.insert(pid);
+        }
+        Ok(())
+    }
+
+    /// Hands every record since the last call to `each`.
+    pub fn drain(&mut self, each: &mut dyn FnMut(Record)) {
+        while let Some(item) = self.ring.next() {
+            if let Some(record) = parse_record(&item) {
+                each(record);
+            }
+        }
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_ne_bytes(w)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_ne_bytes(w)
+}
+
+fn frames(b: &[u8], at: usize, len: u32) -> Vec<u64> {
+    let len = (len as usize).min(MAX_FRAMES);
+    (0..len).map(|i| u64_at(b, at + i * 8)).collect()
+}
+
+/// Decodes one ring record; `None` for one shorter than its kind's header or of an unknown
+/// kind (a program/loader mismatch, which the stamp test should have caught).
+fn parse_record(b: &[u8]) -> Option<Record> {
+    if b.len() < 4 {
+        return None;
+    }
+    match u32_at(b, 0) {
+        KIND_END if b.len() >= END_LEN => Some(Record::End {
+            tid: u32_at(b, 4),
+            switched_out: u64_at(b, 8),
+            off_ns: u64_at(b, 16),
+        }),
+        KIND_STACK if b.len() >= RECORD_HEADER => {
+            let mut comm = [0u8; 16];
+            comm.copy_from_slice(&b[COMM_AT..COMM_AT + 16]);
+            let regs = (u32_at(b, FLAGS_AT) & RECORD_REGS != 0).then(|| UserRegs {
+                ip: u64_at(b, REGS_AT),
+                sp: u64_at(b, REGS_AT + 8),
+                bp: u64_at(b, REGS_AT + 16),
+            });
+            let stack_len = (u32_at(b, STACK_LEN_AT) as usize).min(b.len() - RECORD_HEADER);
+            Some(Record::Stack {
+                switched_out: u64_at(b, SWITCHED_OUT_AT),
+                sample: RawSample {
+                    pid: u32_at(b, PID_AT),
+                    tid: u32_at(b, TID_AT),
+                    comm,
+                    user: frames(b, USER_AT, u32_at(b, USER_LEN_AT)),
+                    kernel: frames(b, KERNEL_AT, u32_at(b, KERNEL_LEN_AT)),
+                    regs,
+                    stack: b[RECORD_HEADER..RECORD_HEADER + stack_len].to_vec(),
+                },
+            })
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    fn bpf_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bpf")
+    }
+
+    /// The committed object must be built from the committed sources (`bpf/build.sh` writes
+    /// their hash next to it).
+    #[test]
+    fn source_hash_matches_the_committed_object() {
+        let dir = bpf_dir();
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("cat scraper_bpf.h user_stack.h offcpu.bpf.c | sha256sum | cut -d' ' -f1")
+            .current_dir(&dir)
+            .output()
+            .expect("sha256sum runs");
+        assert!(out.status.success(), "{out:?}");
+        let actual = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let stamp = std::fs::read_to_string(dir.join("offcpu.bpf.sha256")).expect("stamp");
+        assert_eq!(
+            actual,
+            stamp.trim(),
+            "bpf/offcpu.bpf.c or its headers changed but bpf/offcpu.bpf.o was not rebuilt: run bpf/build.sh"
+        );
+        let on_disk = std::fs::read(dir.join("offcpu.bpf.o")).expect("object");
+        assert_eq!(on_disk, OBJECT);
+    }
+
+    #[test]
+    fn stack_and_end_records_decode() {
+        let mut b = vec![0u8; RECORD_HEADER + 16];
+        b[0..4].copy_from_slice(&KIND_STACK.to_ne_bytes());
+        b[PID_AT..PID_AT + 4].copy_from_slice(&42u32.to_ne_bytes());
+        b[TID_AT..TID_AT + 4].copy_from_slice(&43u32.to_ne_bytes());
+        b[USER_LEN_AT..USER_LEN_AT + 4].copy_from_slice(&2u32.to_ne_bytes());
+        // Past MAX_FRAMES: cut.
+        b[KERNEL_LEN_AT..KERNEL_LEN_AT + 4].copy_from_slice(&500u32.to_ne_bytes());
+        // Longer than what was sent: cut to it.
+        b[STACK_LEN_AT..STACK_LEN_AT + 4].copy_from_slice(&64u32.to_ne_bytes());
+        b[FLAGS_AT..FLAGS_AT + 4].copy_from_slice(&RECORD_REGS.to_ne_bytes());
+        b[COMM_AT..COMM_AT + 5].copy_from_slice(b"sleep");
+        b[REGS_AT..REGS_AT + 8].copy_from_slice(&0x1000u64.to_ne_bytes());
+        b[REGS_AT + 8..REGS_AT + 16].copy_from_slice(&0x7ff0u64.to_ne_bytes());
+        b[SWITCHED_OUT_AT..SWITCHED_OUT_AT + 8].copy_from_slice(&777u64.to_ne_bytes());
+        b[USER_AT..USER_AT + 8].copy_from_slice(&0x401000u64.to_ne_bytes());
+        b[USER_AT + 8..USER_AT + 16].copy_from_slice(&0x401100u64.to_ne_bytes());
+        let Some(Record::Stack {
+            switched_out,
+            sample: s,
+        }) = parse_record(&b)
+        else {
+            panic!("a stack record");
+        };
+        assert_eq!(switched_out, 777);
+        assert_eq!((s.pid, s.tid), (42, 43));
+        assert_eq!(&s.comm[..6], b"sleep\0");
+        assert_eq!(s.user, [0x401000, 0x401100]);
+        assert_eq!(s.kernel.len(), MAX_FRAMES);
+        assert_eq!(s.regs.map(|r| (r.ip, r.sp)), Some((0x1000, 0x7ff0)));
+        assert_eq!(s.stack.len(), 16);
+        assert!(parse_record(&b[..RECORD_HEADER - 1]).is_none());
+
+        let mut e = vec![0u8; END_LEN];
+        e[0..4].copy_from_slice(&KIND_END.to_ne_bytes());
+        e[4..8].copy_from_slice(&43u32.to_ne_bytes());
+        e[8..16].copy_from_slice(&777u64.to_ne_bytes());
+        e[16..24].copy_from_slice(&50_000_123u64.to_ne_bytes());
+        assert_eq!(
+            parse_record(&e),
+            Some(Record::End {
+                tid: 43,
+                switched_out: 777,
+                off_ns: 50_000_123
+            })
+        );
+        assert!(parse_record(&e[..END_LEN - 1]).is_none());
+        e[0..4].copy_from_slice(&9u32.to_ne_bytes());
+        assert!(parse_record(&e).is_none(), "unknown kind");
+    }
+
+    #[test]
+    fn thresholds_are_alloys_probability_times_u32_max() {
+        assert_eq!(threshold(1.0), u32::MAX);
+        assert_eq!(threshold(0.0), 0);
+        assert_eq!(threshold(0.5), u32::MAX / 2);
+        assert_eq!(threshold(7.0), u32::MAX);
+    }
+}
