@@ -7,7 +7,8 @@
 //! | `sample_rate` | as Alloy, but the default is 97 Hz (Alloy: 19): our sampler is cheap enough (spec ebpf-notes §8), and 19 Hz gives too few samples per 15 s interval for a useful per-process profile |
 //! | `demangle`, `kernel_frames`, `comm`, `pid_label` | as Alloy |
 //! | `off_cpu_threshold` | 0 only; > 0 is accepted, reported in the debug info and ignored (no off-CPU sampling yet) |
-//! | `python_enabled`, `perl_enabled`, `php_enabled`, `hotspot_enabled`, `ruby_enabled`, `v8_enabled`, `dotnet_enabled` | accepted; interpreter unwinding is not supported, so interpreted frames show as the interpreter's native frames |
+//! | `python_enabled` | default true: CPython 3.11 and 3.12 frames are walked at sample time (BPF sampler only) and spliced into the native stack where the interpreter runs them; other versions are reported (docs/EBPF.md, "Python") |
+//! | `perl_enabled`, `php_enabled`, `hotspot_enabled`, `ruby_enabled`, `v8_enabled`, `dotnet_enabled` | accepted; interpreter unwinding is not supported, so interpreted frames show as the interpreter's native frames |
 //! | `go_enabled` | accepted; Go is always symbolized (from `.gopclntab`, stripped binaries included) |
 //! | `bpf_fs_root`, `obi_process_context_enabled`, `load_probe`, `probe_links`, `verbose_mode`, `lazy_mode`, `no_kernel_version_check`, `symb_cache_path`, `symb_cache_size`, `reporter_unsymbolized_stubs`, `debug_info { }` | accepted and ignored (they configure parts of the OTel profiler we do not have) |
 //! | deprecated no-ops (`pid_cache_size`, `build_id_cache_size`, ...) | accepted and ignored, as in Alloy |
@@ -66,6 +67,8 @@ pub struct Arguments {
     pub kernel_frames: bool,
     pub comm: Comm,
     pub pid_label: bool,
+    /// Walk CPython frames (`python_enabled`).
+    pub python: bool,
     /// Arguments we accept but do not implement, for the debug info.
     pub unsupported: Vec<String>,
 }
@@ -236,7 +239,6 @@ impl TryFrom<Raw> for Arguments {
             unsupported.push("off_cpu_threshold: off-CPU profiles are not collected".to_string());
         }
         let interpreters = [
-            ("python_enabled", r.python_enabled),
             ("perl_enabled", r.perl_enabled),
             ("php_enabled", r.php_enabled),
             ("hotspot_enabled", r.hotspot_enabled),
@@ -297,6 +299,7 @@ impl TryFrom<Raw> for Arguments {
             kernel_frames: r.kernel_frames,
             comm,
             pid_label: r.pid_label,
+            python: r.python_enabled != Some(false),
             unsupported,
         })
     }
@@ -329,6 +332,7 @@ demangle = "full"
 comm = "both"
 pid_label = true
 python_enabled = true
+perl_enabled = true
 go_enabled = true
 off_cpu_threshold = 0.5
 reporter_unsymbolized_stubs = false
@@ -344,15 +348,13 @@ debug_info {
         assert_eq!(a.sample_rate, 19);
         assert_eq!(a.demangle, Demangle::Full);
         assert!(a.comm.label() && a.comm.frame() && a.pid_label);
+        assert!(a.python, "python_enabled is honoured, not listed");
         let listed: Vec<&str> = a
             .unsupported
             .iter()
             .filter_map(|u| u.split(':').next())
             .collect();
-        assert_eq!(
-            listed,
-            ["off_cpu_threshold", "python_enabled", "debug_info"]
-        );
+        assert_eq!(listed, ["off_cpu_threshold", "perl_enabled", "debug_info"]);
     }
 
     #[test]

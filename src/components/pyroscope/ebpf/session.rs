@@ -19,6 +19,7 @@ use super::health::{self, Access, IntervalReport, Trouble};
 use super::metrics::ComponentMetrics;
 use super::perf::PerfSampler;
 use super::profile::{Interval, Shape};
+use super::python::{self, Python};
 use super::sample::{RawSample, Sampler};
 use super::stack::{TRUNCATED_ADDR, frames};
 pub use super::status::{Filtered, Findings, Mode, Status};
@@ -144,6 +145,7 @@ struct Runner {
     bpf_stats: Option<Box<dyn Fn() -> bpf::Stats + Send>>,
     symbolizer: Symbolizer,
     unwinder: Unwinder,
+    python: Python,
     interval: Interval,
     /// The target of each process sampled this interval (None: not profiled).
     pid_targets: HashMap<u32, Option<Target>>,
@@ -242,6 +244,7 @@ impl Runner {
             kernel: args.kernel_frames,
         });
         let now = Instant::now();
+        let python_enabled = args.python;
         Runner {
             next_collect: now + args.collect_interval,
             args,
@@ -253,6 +256,7 @@ impl Runner {
             bpf_stats: None,
             symbolizer,
             unwinder: Unwinder::new(budget),
+            python: Python::new(python_enabled),
             interval: Interval::new(SystemTime::now()),
             pid_targets: HashMap::new(),
             containers: HashMap::new(),
@@ -309,6 +313,8 @@ impl Runner {
         self.sampler = None;
         self.bpf_stats = None;
         self.followed.clear();
+        // A new sampler has an empty Python map: every process is examined again.
+        self.python.reset();
         self.metrics.sessions.inc();
         let caps = Caps::current();
         self.note_capabilities(caps);
@@ -387,6 +393,7 @@ impl Runner {
             });
         }
         self.targets = Targets::new(&args.targets, args.targets_only);
+        self.python.set_enabled(args.python, &mut self.sampler);
         self.args = args;
         self.keep_sample_targets();
         self.pid_targets.clear();
@@ -435,6 +442,11 @@ impl Runner {
                 }
             }
             let r = sampler.set_filter(Some(&pids));
+            if r.is_ok() {
+                for &pid in &pids {
+                    self.python.observe(pid, sampler.as_mut());
+                }
+            }
             self.followed = pids;
             r
         };
@@ -478,6 +490,9 @@ impl Runner {
         status.samples_unmatched += unmatched;
         status.bpf = bpf;
         status.problems = problems;
+        status
+            .problems
+            .extend(self.python.problems().iter().cloned());
     }
 
     /// Counts one sample; false when its process has no target.
@@ -495,6 +510,9 @@ impl Runner {
             .is_some();
         if !target {
             return false;
+        }
+        if let Some(sampler) = self.sampler.as_deref_mut() {
+            self.python.observe(s.pid, sampler);
         }
         let comm = if self.args.comm == Comm::None {
             [0u8; 16]
@@ -518,13 +536,15 @@ impl Runner {
             &s.user
         };
         let symbolizer = &mut self.symbolizer;
+        let python = &mut self.python;
         let comm_frame = self.args.comm.frame();
-        self.interval.add(s.pid, comm, &s.kernel, user, || {
+        let key = python::stack_key(user, &s.python);
+        self.interval.add(s.pid, comm, &s.kernel, &key, || {
             let addrs = match user.split_last() {
                 Some((&TRUNCATED_ADDR, rest)) => rest,
                 _ => user,
             };
-            frames(symbolizer, &s, addrs, complete, comm_frame)
+            python.splice(&s, frames(symbolizer, &s, addrs, complete, comm_frame))
         });
         true
     }
@@ -592,6 +612,7 @@ impl Runner {
         let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
         self.symbolizer.retain_pids(&alive);
         self.unwinder.retain_pids(&alive);
+        self.python.retain_pids(&alive, &mut self.sampler);
         self.containers.retain(|&pid, _| alive(pid));
         self.pid_targets.clear();
         let mut status = lock(&self.shared.status);
@@ -599,6 +620,7 @@ impl Runner {
         status.last_collect = Some(crate::gocompat::time::rfc3339_millis(ended));
         status.symbolizer = serde_json::to_value(self.symbolizer.stats()).ok();
         status.unwinder = serde_json::to_value(self.unwinder.stats()).ok();
+        status.python = serde_json::to_value(self.python.stats()).ok();
         status.findings.deferred_profiles = self.books.deferred.len();
     }
 
@@ -718,6 +740,13 @@ impl Sampler for SharedBpf {
     }
     fn problems(&self) -> Vec<String> {
         lock(&self.0).problems()
+    }
+    fn set_python(
+        &mut self,
+        pid: u32,
+        proc: Option<&super::python::PyProc>,
+    ) -> Result<(), super::sample::SamplerError> {
+        lock(&self.0).set_python(pid, proc)
     }
 }
 

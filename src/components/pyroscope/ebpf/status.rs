@@ -39,6 +39,8 @@ pub struct Status {
     pub symbolizer: Option<serde_json::Value>,
     /// Stacks unwound, how they ended (truncation reasons), and the unwind tables held.
     pub unwinder: Option<serde_json::Value>,
+    /// CPython processes walked or failed, and the code objects cached.
+    pub python: Option<serde_json::Value>,
 }
 
 impl Default for Status {
@@ -56,6 +58,7 @@ impl Default for Status {
             findings: Findings::default(),
             symbolizer: None,
             unwinder: None,
+            python: None,
         }
     }
 }
