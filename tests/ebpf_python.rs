@@ -268,6 +268,17 @@ async fn compare(label: &str, python: &str, spy: &Path) -> Vec<String> {
     );
     eprintln!("python debug info: {:#}", info["debugInfo"]["python"]);
     eprintln!("bpf counters: {}", info["debugInfo"]["bpf"]);
+    if let Some((names, _, w)) = our
+        .stacks
+        .iter()
+        .filter(|s| s.0.iter().any(|n| n == "hot"))
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+    {
+        eprintln!(
+            "  our heaviest stack with hot ({w:.0} samples), leaf first: {}",
+            names.join(" <- ")
+        );
+    }
     let mut failures = Vec::new();
     let (whole, with_hot) = our.chain();
     eprintln!(

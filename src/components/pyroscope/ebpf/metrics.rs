@@ -13,6 +13,7 @@
 //! | `pyroscope_ebpf_samples_filtered_total` | reason | samples in no profile: `not_followed` (the BPF program's target filter skipped the process: it was no target when sampled), `no_target` (the process matched no target, checked again when the interval was collected) |
 //! | `pyroscope_ebpf_user_frames_total` | result | user-space frames in the profiles produced, weighted by samples: `symbolized` or `unknown` (`[unknown]`); the vDSO is not counted |
 //! | `pyroscope_ebpf_unwind_stacks_total` | result | user stacks unwound from the BPF program's stack copies: `complete`, or why one ended `[truncated]` (`stack_copy_exhausted`, `go_stack_switch`, `bad_frame`, `unknown_mapping`, `process_unreadable`, `depth_limit`, `no_stack_copy`; docs/EBPF.md) |
+//! | `pyroscope_ebpf_python_processes_total` | result | CPython processes examined for the Python frame walk: `walked` (registered with the BPF program), `failed` (a version without offsets, no `_PyRuntime`, the perf fallback...; the reason is in the debug info's problems and the log) |
 //! | `pyroscope_ebpf_inaccessible_processes` | reason | at the last collection, processes the component should profile but cannot: `not_permitted` (no ptrace read access, so their files cannot be opened through /proc/<pid>/root: they cannot be symbolized, nor sampled by the perf fallback), `exited` (followed pids that no longer exist) |
 //!
 //! The first six are Alloy's (Alloy also has `pyroscope_ebpf_pprofs_dropped_total`, for
@@ -42,6 +43,7 @@ pub struct EbpfMetrics {
     user_frames: Family<Labels, Counter>,
     unwind_stacks: Family<Labels, Counter>,
     inaccessible: Family<Labels, Gauge>,
+    python: Family<Labels, Counter>,
 }
 
 impl EbpfMetrics {
@@ -59,7 +61,13 @@ impl EbpfMetrics {
                 user_frames: Family::default(),
                 unwind_stacks: Family::default(),
                 inaccessible: Family::default(),
+                python: Family::default(),
             };
+            r.register(
+                "pyroscope_ebpf_python_processes",
+                "CPython processes examined for the Python frame walk, by result",
+                m.python.clone(),
+            );
             r.register(
                 "pyroscope_ebpf_active_targets",
                 "Targets that identify processes to profile",
@@ -166,7 +174,11 @@ impl EbpfMetrics {
             .inaccessible
             .get_or_create(&with("reason", "exited"))
             .clone();
+        let python_walked = self.python.get_or_create(&with("result", "walked")).clone();
+        let python_failed = self.python.get_or_create(&with("result", "failed")).clone();
         ComponentMetrics {
+            python_walked,
+            python_failed,
             active_targets,
             sessions,
             sessions_failing,
@@ -198,6 +210,8 @@ pub struct ComponentMetrics {
     pub user_frames_symbolized: Counter,
     pub user_frames_unknown: Counter,
     pub inaccessible_not_permitted: Gauge,
+    pub python_walked: Counter,
+    pub python_failed: Counter,
     pub inaccessible_exited: Gauge,
     /// `pyroscope_ebpf_unwind_stacks_total` by result.
     unwind: Vec<(&'static str, Counter)>,

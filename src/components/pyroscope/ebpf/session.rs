@@ -244,7 +244,11 @@ impl Runner {
             kernel: args.kernel_frames,
         });
         let now = Instant::now();
-        let python_enabled = args.python;
+        let python = Python::new(
+            args.python,
+            metrics.python_walked.clone(),
+            metrics.python_failed.clone(),
+        );
         Runner {
             next_collect: now + args.collect_interval,
             args,
@@ -256,7 +260,7 @@ impl Runner {
             bpf_stats: None,
             symbolizer,
             unwinder: Unwinder::new(budget),
-            python: Python::new(python_enabled),
+            python,
             interval: Interval::new(SystemTime::now()),
             pid_targets: HashMap::new(),
             containers: HashMap::new(),

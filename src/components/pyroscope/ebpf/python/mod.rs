@@ -21,6 +21,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::sync::Arc;
 
+use prometheus_client::metrics::counter::Counter;
+
 pub use offsets::PyProc;
 
 use super::sample::{PyStack, RawSample, Sampler};
@@ -83,6 +85,9 @@ pub fn stack_key(user: &[u64], python: &PyStack) -> Vec<u64> {
 /// The session's Python state.
 pub struct Python {
     enabled: bool,
+    /// `pyroscope_ebpf_python_processes_total{result="walked"}` and `{result="failed"}`.
+    walked: Counter,
+    failed_total: Counter,
     procs: HashMap<u32, Proc>,
     codes: HashMap<(u32, u64), Arc<Code>>,
     code_bytes: usize,
@@ -92,9 +97,11 @@ pub struct Python {
 }
 
 impl Python {
-    pub fn new(enabled: bool) -> Self {
+    pub fn new(enabled: bool, walked: Counter, failed: Counter) -> Self {
         Python {
             enabled,
+            walked,
+            failed_total: failed,
             procs: HashMap::new(),
             codes: HashMap::new(),
             code_bytes: 0,
@@ -176,12 +183,14 @@ impl Python {
             file = %found.file.display(),
             "walking the CPython frames of this process"
         );
+        self.walked.inc();
         Proc::Walked { layout, mem }
     }
 
     fn fail(&mut self, pid: u32, why: &str) {
         tracing::warn!(pid, reason = %why, "Python frames of this process cannot be shown");
         self.failed += 1;
+        self.failed_total.inc();
         if self.problems.len() >= MAX_PROBLEMS {
             self.problems.remove(0);
         }
