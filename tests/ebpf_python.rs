@@ -11,6 +11,7 @@
 //! * of our samples whose stack holds `hot`, >= 90 % show `hot`, `middle`, `outer` as
 //!   consecutive frames in that order (leaf first) with native frames below `outer`'s caller
 //!   chain (a frame that is no Python source file: the interpreter's `Py_RunMain`, `main`...);
+//! * >= 90 % of those `hot` frames name hot.py and a line of `hot`'s body (9-12);
 //! * every fixture function's inclusive share (samples holding it / samples of the process)
 //!   is within [`TOLERANCE`] of py-spy's.
 //!
@@ -107,6 +108,8 @@ pyroscope.write "out" {{
 #[derive(Default)]
 struct Stacks {
     stacks: Vec<(Vec<String>, Vec<bool>, f64)>,
+    /// Samples by the (file, line) our profiles give `hot`'s frame.
+    hot_lines: BTreeMap<(String, i64), f64>,
 }
 
 impl Stacks {
@@ -156,6 +159,7 @@ fn unix_nanos(t: SystemTime) -> i64 {
 fn our_stacks(p: &Profile, into: &mut Stacks) {
     let s = |i: i64| p.string_table[i as usize].clone();
     for sample in &p.sample {
+        let weight = sample.value[0] as f64 / p.period as f64;
         let mut names = Vec::new();
         let mut native = Vec::new();
         for &id in &sample.location_id {
@@ -166,11 +170,14 @@ fn our_stacks(p: &Profile, into: &mut Stacks) {
                 .get(loc.mapping_id as usize - 1)
                 .map(|m| s(m.filename))
                 .unwrap_or_default();
+            if s(f.name) == "hot" {
+                let at = (s(f.filename), loc.line[0].line);
+                *into.hot_lines.entry(at).or_default() += weight;
+            }
             names.push(s(f.name));
             native.push(!module.ends_with(".py") && !module.is_empty());
         }
-        into.stacks
-            .push((names, native, sample.value[0] as f64 / p.period as f64));
+        into.stacks.push((names, native, weight));
     }
 }
 
@@ -326,6 +333,19 @@ async fn compare(label: &str, python: &str, spy: &Path) -> Vec<String> {
     if whole < MIN_CHAIN * with_hot || with_hot == 0.0 {
         failures.push(format!(
             "{label}: only {whole:.0} of {with_hot:.0} samples with hot show outer->middle->hot above native frames"
+        ));
+    }
+    // `hot`'s body is lines 9-12 of hot.py (py-spy reports 10 and 11, the loop).
+    eprintln!("  hot's file:line in ours: {:?}", our.hot_lines);
+    let in_body: f64 = our
+        .hot_lines
+        .iter()
+        .filter(|((file, line), _)| file.ends_with("/hot.py") && (9..=12).contains(line))
+        .map(|(_, w)| w)
+        .sum();
+    if in_body < MIN_CHAIN * with_hot {
+        failures.push(format!(
+            "{label}: only {in_body:.0} of {with_hot:.0} hot frames name hot.py:9-12"
         ));
     }
     for (f, (o, s)) in rows {

@@ -254,6 +254,7 @@ impl Python {
                     Frame {
                         function: Arc::from(UNREADABLE),
                         module: Arc::from(""),
+                        source: None,
                     }
                 }
             };

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::super::symbolize::Frame;
+use super::super::symbolize::{Frame, SourceLine};
 
 /// The interpreter loop's native function.
 pub const EVAL_FRAME: &str = "_PyEval_EvalFrameDefault";
@@ -56,11 +56,15 @@ pub fn splice(native: Vec<Frame>, python: &[PyFrame]) -> Vec<Frame> {
 }
 
 /// A Python frame as the profile shows it: the qualified name, in the module that is its
-/// source file.
-pub fn frame(qualname: &Arc<str>, filename: &Arc<str>, _line: i32) -> Frame {
+/// source file, with the line it was at.
+pub fn frame(qualname: &Arc<str>, filename: &Arc<str>, line: i32) -> Frame {
     Frame {
         function: qualname.clone(),
         module: filename.clone(),
+        source: Some(SourceLine {
+            file: filename.clone(),
+            line: i64::from(line),
+        }),
     }
 }
 
@@ -72,6 +76,7 @@ mod tests {
         Frame {
             function: name.into(),
             module: "m".into(),
+            source: None,
         }
     }
 
@@ -79,6 +84,7 @@ mod tests {
         Frame {
             function: name.into(),
             module: KERNEL_MODULE.into(),
+            source: None,
         }
     }
 
