@@ -172,6 +172,36 @@ mod tests {
         }
     }
 
+    /// A live interpreter (skipped when the machine has none): found, with its version, and
+    /// its `_PyRuntime` inside one of its mappings.
+    #[test]
+    fn finds_the_runtime_of_live_interpreters() {
+        // (interpreter, expected major.minor)
+        let cases = [
+            ("/usr/bin/python3.11", (3, 11)),
+            ("/root/.pyenv/versions/3.11.7/bin/python3", (3, 11)),
+            ("/root/.pyenv/versions/3.12.1/bin/python3", (3, 12)),
+        ];
+        for (python, want) in cases {
+            if !Path::new(python).exists() {
+                eprintln!("skipped: {python} not installed");
+                continue;
+            }
+            let mut child = std::process::Command::new(python)
+                .args(["-c", "import time; time.sleep(30)"])
+                .spawn()
+                .expect("spawn python");
+            // The interpreter maps its libraries before running the script.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let found = detect(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            let found = found.expect(python).expect("is CPython");
+            assert_eq!(found.major_minor(), want, "{python}");
+            assert_ne!(found.runtime, 0);
+        }
+    }
+
     #[test]
     fn this_test_process_is_not_python() {
         let found = detect(std::process::id()).expect("own maps readable");
