@@ -48,7 +48,7 @@ const FUNCTIONS: &[&str] = &[
 ];
 
 /// (label, interpreter, required): the two 3.11 builds the acceptance names must be there
-/// when `SCRAPER_REQUIRE_PYSPY=1`; 3.12 is compared when the image has it.
+/// when `SCRAPER_REQUIRE_PYSPY=1`; 3.12 and 3.13 are compared when the image has them.
 const PYTHONS: &[(&str, &str, bool)] = &[
     ("debian-stripped", "/usr/bin/python3.11", true),
     (

@@ -181,6 +181,7 @@ mod tests {
             ("/usr/bin/python3.11", (3, 11)),
             ("/root/.pyenv/versions/3.11.7/bin/python3", (3, 11)),
             ("/root/.pyenv/versions/3.12.1/bin/python3", (3, 12)),
+            ("/root/.pyenv/versions/3.13.0/bin/python3", (3, 13)),
         ];
         for (python, want) in cases {
             if !Path::new(python).exists() {

@@ -4,7 +4,8 @@
 //! those frames from their code objects and splices them into the native stack.
 //!
 //! * [`detect`]: is a process CPython, where is `_PyRuntime`, which version.
-//! * [`offsets`]: the struct offsets per minor version (3.11, 3.12), and the BPF map value.
+//! * [`offsets`]: the struct offsets per minor version (3.11, 3.12 tables; 3.13's own
+//!   `_Py_DebugOffsets`), and the BPF map value.
 //! * [`code`]: a code object's name, file and line table, read from the process.
 //! * [`splice`]: Python frames in place of the interpreter's native activations.
 //!
@@ -19,6 +20,7 @@ pub mod splice;
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::os::unix::fs::FileExt as _;
 use std::sync::Arc;
 
 use prometheus_client::metrics::counter::Counter;
@@ -152,22 +154,27 @@ impl Python {
     }
 
     fn register(&mut self, pid: u32, found: &detect::Found, sampler: &mut dyn Sampler) -> Proc {
-        let (major, minor) = found.major_minor();
-        let Some(layout) = offsets::layout(major, minor) else {
-            let why = format!(
-                "CPython {} ({}) is not supported by the Python frame walk (3.11 and 3.12 are)",
-                found.version_text(),
-                found.file.display()
-            );
-            self.fail(pid, &why);
-            return Proc::Failed;
-        };
         let mem = match File::open(format!("/proc/{pid}/mem")) {
             Ok(m) => m,
             Err(e) => {
                 self.fail(pid, &format!("opening /proc/{pid}/mem: {e}"));
                 return Proc::Failed;
             }
+        };
+        let (major, minor) = found.major_minor();
+        let layout = offsets::layout(major, minor).or_else(|| {
+            let mut b = vec![0u8; offsets::DEBUG_OFFSETS_LEN];
+            mem.read_exact_at(&mut b, found.runtime).ok()?;
+            offsets::from_debug_offsets(&b)
+        });
+        let Some(layout) = layout else {
+            let why = format!(
+                "CPython {} ({}) is not supported by the Python frame walk (3.11, 3.12 and 3.13 without free threading are)",
+                found.version_text(),
+                found.file.display()
+            );
+            self.fail(pid, &why);
+            return Proc::Failed;
         };
         let walk = PyProc {
             runtime: found.runtime,

@@ -118,9 +118,123 @@ pub fn layout(major: u8, minor: u8) -> Option<Layout> {
     }
 }
 
+/// `_Py_DebugOffsets`' cookie, the first bytes of `_PyRuntime` from 3.13 on.
+pub const DEBUG_COOKIE: &[u8; 8] = b"xdebugpy";
+/// Bytes of `_Py_DebugOffsets` read: up to the unicode object's offsets.
+pub const DEBUG_OFFSETS_LEN: usize = 616;
+
+/// The layout CPython 3.13 publishes in `_Py_DebugOffsets` at the start of `_PyRuntime`.
+/// The struct's own layout changes between minor versions (3.14 added fields), so it is read
+/// only for 3.13, the version whose layout this follows (read with gdb from pyenv's 3.13.0:
+/// `p (long)&((_Py_DebugOffsets*)0)->thread_state` and so on). `None` when the cookie is
+/// missing, the version is another, or the build is free-threaded (another object layout).
+pub fn from_debug_offsets(b: &[u8]) -> Option<Layout> {
+    if b.len() < DEBUG_OFFSETS_LEN || &b[..8] != DEBUG_COOKIE {
+        return None;
+    }
+    let at = |i: usize| -> u64 { u64::from_ne_bytes(b[i..i + 8].try_into().unwrap_or([0; 8])) };
+    let (version, free_threaded) = (at(8), at(16));
+    if version >> 16 != 0x030d || free_threaded != 0 {
+        return None;
+    }
+    // Offsets of fields, each a u64 in the struct: whatever does not fit a u16 is wrong.
+    let small = |i: usize| u16::try_from(at(i)).ok();
+    let walk = PyProc {
+        runtime: 0,
+        interp_head: small(24 + 16)?,
+        tstate_head: small(48 + 24)?,
+        tstate_next: small(152 + 16)?,
+        tstate_tid: small(152 + 48)?,
+        tstate_frame: small(152 + 32)?,
+        cframe_frame: NONE,
+        frame_previous: small(224 + 8)?,
+        frame_code: small(224 + 16)?,
+        frame_instr: small(224 + 24)?,
+        frame_entry: small(224 + 40)?,
+        pad: [0; 2],
+    };
+    let ascii_size = usize::from(small(584 + 24)?);
+    let code = CodeLayout {
+        filename: usize::from(small(272 + 8)?),
+        qualname: usize::from(small(272 + 24)?),
+        linetable: usize::from(small(272 + 32)?),
+        firstlineno: usize::from(small(272 + 40)?),
+        code: usize::from(small(272 + 72)?),
+        bytes_data: usize::from(small(536 + 16)?),
+        var_size: usize::from(small(536 + 8)?),
+        ascii_size,
+        // PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject.
+        compact_size: ascii_size + 16,
+    };
+    Some(Layout {
+        walk,
+        entry: Entry::CStackShim(3),
+        code,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 3.13.0's `_Py_DebugOffsets` as gdb shows it in pyenv's build, reduced to the fields
+    /// read.
+    fn debug_offsets_3_13() -> Vec<u8> {
+        let mut b = vec![0u8; DEBUG_OFFSETS_LEN];
+        b[..8].copy_from_slice(DEBUG_COOKIE);
+        let fields: [(usize, u64); 19] = [
+            (8, 0x030d00f0),
+            (24 + 16, 632),
+            (48 + 24, 7344),
+            (152 + 16, 8),
+            (152 + 32, 72),
+            (152 + 48, 160),
+            (224 + 8, 8),
+            (224 + 16, 0),
+            (224 + 24, 56),
+            (224 + 40, 70),
+            (272 + 8, 112),
+            (272 + 24, 128),
+            (272 + 32, 136),
+            (272 + 40, 68),
+            (272 + 72, 200),
+            (536 + 8, 16),
+            (536 + 16, 32),
+            (584 + 24, 40),
+            (16, 0),
+        ];
+        for (at, v) in fields {
+            b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn debug_offsets_give_the_3_13_layout() {
+        let b = debug_offsets_3_13();
+        let l = from_debug_offsets(&b).expect("3.13 layout");
+        assert_eq!(
+            (l.walk.interp_head, l.walk.tstate_head, l.walk.tstate_tid),
+            (632, 7344, 160)
+        );
+        assert_eq!((l.walk.tstate_frame, l.walk.cframe_frame), (72, NONE));
+        assert_eq!((l.code.code, l.code.compact_size), (200, 56));
+        // (what is changed, at, value): each makes the block unusable.
+        let bad: [(&str, usize, u64); 3] = [
+            ("3.14", 8, 0x030e00f0),
+            ("free-threaded", 16, 1),
+            ("offset past u16", 152 + 48, 1 << 20),
+        ];
+        for (what, at, v) in bad {
+            let mut c = b.clone();
+            c[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+            assert_eq!(from_debug_offsets(&c), None, "{what}");
+        }
+        let mut c = b.clone();
+        c[0] = b'y';
+        assert_eq!(from_debug_offsets(&c), None, "no cookie");
+        assert_eq!(from_debug_offsets(&b[..100]), None, "short");
+    }
 
     #[test]
     fn tables_exist_for_the_supported_versions_only() {
