@@ -186,6 +186,7 @@ impl Python {
         }
         tracing::info!(
             pid,
+            ?layout,
             version = %found.version_text(),
             file = %found.file.display(),
             "walking the CPython frames of this process"
@@ -249,7 +250,7 @@ impl Python {
                         Some(c)
                     }
                     Err(e) => {
-                        tracing::debug!(pid, error = %e, "reading a code object");
+                        tracing::debug!(pid, code = code, error = %e, "reading a code object");
                         None
                     }
                 },

@@ -120,8 +120,9 @@ pub fn layout(major: u8, minor: u8) -> Option<Layout> {
 
 /// `_Py_DebugOffsets`' cookie, the first bytes of `_PyRuntime` from 3.13 on.
 pub const DEBUG_COOKIE: &[u8; 8] = b"xdebugpy";
-/// Bytes of `_Py_DebugOffsets` read: up to the unicode object's offsets.
-pub const DEBUG_OFFSETS_LEN: usize = 616;
+/// Bytes of `_Py_DebugOffsets` read: up to the unicode object's offsets (bytes_object is at
+/// 512, unicode_object at 536 in 3.13's struct).
+pub const DEBUG_OFFSETS_LEN: usize = 568;
 
 /// The layout CPython 3.13 publishes in `_Py_DebugOffsets` at the start of `_PyRuntime`.
 /// The struct's own layout changes between minor versions (3.14 added fields), so it is read
@@ -153,15 +154,15 @@ pub fn from_debug_offsets(b: &[u8]) -> Option<Layout> {
         frame_entry: small(224 + 40)?,
         pad: [0; 2],
     };
-    let ascii_size = usize::from(small(584 + 24)?);
+    let ascii_size = usize::from(small(536 + 24)?);
     let code = CodeLayout {
         filename: usize::from(small(272 + 8)?),
         qualname: usize::from(small(272 + 24)?),
         linetable: usize::from(small(272 + 32)?),
         firstlineno: usize::from(small(272 + 40)?),
         code: usize::from(small(272 + 72)?),
-        bytes_data: usize::from(small(536 + 16)?),
-        var_size: usize::from(small(536 + 8)?),
+        bytes_data: usize::from(small(512 + 16)?),
+        var_size: usize::from(small(512 + 8)?),
         ascii_size,
         // PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject.
         compact_size: ascii_size + 16,
@@ -198,9 +199,9 @@ mod tests {
             (272 + 32, 136),
             (272 + 40, 68),
             (272 + 72, 200),
-            (536 + 8, 16),
-            (536 + 16, 32),
-            (584 + 24, 40),
+            (512 + 8, 16),
+            (512 + 16, 32),
+            (536 + 24, 40),
             (16, 0),
         ];
         for (at, v) in fields {
