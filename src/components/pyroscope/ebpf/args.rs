@@ -7,7 +7,7 @@
 //! | `sample_rate` | as Alloy, but the default is 97 Hz (Alloy: 19): our sampler is cheap enough (spec ebpf-notes §8), and 19 Hz gives too few samples per 15 s interval for a useful per-process profile |
 //! | `demangle`, `kernel_frames`, `comm`, `pid_label` | as Alloy |
 //! | `off_cpu_threshold` | 0 only; > 0 is accepted, reported in the debug info and ignored (no off-CPU sampling yet) |
-//! | `python_enabled` | default true: CPython 3.11 and 3.12 frames are walked at sample time (BPF sampler only) and spliced into the native stack where the interpreter runs them; other versions are reported (docs/EBPF.md, "Python") |
+//! | `python_enabled` | default true: CPython 3.11, 3.12 and 3.13 frames are walked at sample time (BPF sampler only) and spliced into the native stack where the interpreter runs them; other versions are reported (docs/EBPF.md, "Python") |
 //! | `perl_enabled`, `php_enabled`, `hotspot_enabled`, `ruby_enabled`, `v8_enabled`, `dotnet_enabled` | accepted; interpreter unwinding is not supported, so interpreted frames show as the interpreter's native frames |
 //! | `go_enabled` | accepted; Go is always symbolized (from `.gopclntab`, stripped binaries included) |
 //! | `bpf_fs_root`, `obi_process_context_enabled`, `load_probe`, `probe_links`, `verbose_mode`, `lazy_mode`, `no_kernel_version_check`, `symb_cache_path`, `symb_cache_size`, `reporter_unsymbolized_stubs`, `debug_info { }` | accepted and ignored (they configure parts of the OTel profiler we do not have) |
