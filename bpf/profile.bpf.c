@@ -20,6 +20,19 @@
 #define PAGE_SIZE 4096
 /* Most bytes of user stack one record can carry (stack_bytes is at most this). */
 #define STACK_MAX (32 * 1024)
+/* Most CPython frames one record carries, and threads searched for the sampled one. */
+#define PY_MAX_FRAMES 64
+#define PY_MAX_THREADS 32
+
+/*
+ * One CPython interpreter frame: its code object and the instruction it last ran, whose top
+ * byte user space replaces by the frame's entry marker (3.11's is_entry, 3.12's owner): user
+ * addresses fit in 47 bits.
+ */
+struct py_frame {
+	u64 code;
+	u64 instr;
+};
 
 /* Mirrors the record layout in src/components/pyroscope/ebpf/bpf.rs; keep the two in step. */
 struct record {
@@ -36,6 +49,9 @@ struct record {
 	u32 flags; /* RECORD_* */
 	u64 user[MAX_FRAMES]; /* the frame-pointer walk, leaf first */
 	u64 kernel[MAX_FRAMES];
+	u32 py_len; /* frames in `py`, innermost first */
+	u32 py_flags; /* PY_* */
+	struct py_frame py[PY_MAX_FRAMES];
 	/*
 	 * The copy goes page by page (a read that crosses into an unmapped page fails whole), so
 	 * a read of up to one page may start anywhere below STACK_MAX: the slack keeps every
@@ -47,6 +63,34 @@ struct record {
 
 #define RECORD_REGS 1 /* ip/sp/bp are valid */
 
+#define PY_WALKED 1 /* the process is in py_procs: a Python walk was tried */
+#define PY_NO_THREAD 2 /* no thread state of the interpreter has this thread's id */
+#define PY_TRUNCATED 4 /* more than PY_MAX_FRAMES frames */
+#define PY_FAULT 8 /* a read of the interpreter's memory failed */
+
+/*
+ * Where a CPython process keeps what the walk needs: the address of _PyRuntime and the
+ * offsets of the fields on the way from it to the frames, for the process's interpreter
+ * version (found by user space, src/components/pyroscope/ebpf/python/). Mirrors `PyProc` in
+ * src/components/pyroscope/ebpf/python/offsets.rs.
+ */
+struct py_proc {
+	u64 runtime;
+	u16 interp_head; /* _PyRuntimeState.interpreters.head */
+	u16 tstate_head; /* PyInterpreterState.threads.head */
+	u16 tstate_next; /* PyThreadState.next */
+	u16 tstate_tid; /* PyThreadState.native_thread_id */
+	u16 tstate_frame; /* PyThreadState.cframe (3.11, 3.12) or current_frame (3.13+) */
+	u16 cframe_frame; /* _PyCFrame.current_frame; PY_NONE when tstate_frame is the frame */
+	u16 frame_previous; /* _PyInterpreterFrame.previous */
+	u16 frame_code; /* f_code (f_executable on 3.13+) */
+	u16 frame_instr; /* prev_instr (instr_ptr on 3.13+) */
+	u16 frame_entry; /* is_entry (3.11) or owner (3.12+): one byte */
+	u16 pad[2];
+};
+
+#define PY_NONE 0xffff
+
 /* Counters user space reports as metrics; indexes mirror `Stat` in src/components/pyroscope/ebpf/bpf.rs. */
 enum stat {
 	STAT_SAMPLES = 0, /* records written */
@@ -54,7 +98,11 @@ enum stat {
 	STAT_RING_FULL = 2, /* records lost: the ring was full */
 	STAT_IDLE = 3, /* ticks in the idle task */
 	STAT_STACK_FAULT = 4, /* user stack copies that stopped early on an unreadable page */
-	STAT_COUNT = 5,
+	STAT_PY_WALKS = 5, /* CPython frame walks */
+	STAT_PY_NO_THREAD = 6, /* walks that found no thread state for the sampled thread */
+	STAT_PY_TRUNCATED = 7, /* walks cut at PY_MAX_FRAMES */
+	STAT_PY_FAULT = 8, /* walks that met an unreadable address */
+	STAT_COUNT = 9,
 };
 
 struct {
@@ -90,6 +138,14 @@ struct {
 	__type(key, u32);
 	__type(value, u64);
 } stats SEC(".maps");
+
+/* CPython processes to walk: tgid -> where their interpreter is (user space fills it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct py_proc);
+} py_procs SEC(".maps");
 
 /* Set by the loader before the program is verified. */
 const volatile u8 filter_targets = 1;
@@ -128,6 +184,75 @@ static __always_inline void copy_stack(struct record *r, u64 sp)
 	r->stack_len = off;
 }
 
+static __always_inline u64 read_ptr(u64 addr, u32 *flags)
+{
+	u64 v = 0;
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr)) {
+		*flags |= PY_FAULT;
+		return 0;
+	}
+	return v;
+}
+
+/*
+ * Records the CPython frames of thread `tid` at this moment: finds its thread state in the
+ * main interpreter's list (matched by native_thread_id), then follows the frame chain from its
+ * current frame. Reading them later from user space would give another moment's stack.
+ */
+static __always_inline void walk_python(struct record *r, const struct py_proc *p, u32 tid)
+{
+	u32 flags = PY_WALKED;
+	u64 interp = read_ptr(p->runtime + p->interp_head, &flags);
+	u64 ts = interp ? read_ptr(interp + p->tstate_head, &flags) : 0;
+	u64 found = 0;
+
+	for (int i = 0; i < PY_MAX_THREADS && ts; i++) {
+		u64 id = read_ptr(ts + p->tstate_tid, &flags);
+		if (id == tid) {
+			found = ts;
+			break;
+		}
+		ts = read_ptr(ts + p->tstate_next, &flags);
+	}
+	r->py_len = 0;
+	if (!found) {
+		r->py_flags = flags | PY_NO_THREAD;
+		return;
+	}
+	u64 frame = read_ptr(found + p->tstate_frame, &flags);
+	if (frame && p->cframe_frame != PY_NONE)
+		frame = read_ptr(frame + p->cframe_frame, &flags);
+	u32 n = 0;
+	for (int i = 0; i < PY_MAX_FRAMES; i++) {
+		if (!frame)
+			break;
+		u64 code = read_ptr(frame + p->frame_code, &flags);
+		u64 instr = read_ptr(frame + p->frame_instr, &flags);
+		u8 entry = 0;
+		if (bpf_probe_read_user(&entry, 1, (void *)(frame + p->frame_entry)))
+			flags |= PY_FAULT;
+		r->py[i].code = code;
+		r->py[i].instr = (instr & 0x00ffffffffffffffULL) | ((u64)entry << 56);
+		n = i + 1;
+		frame = read_ptr(frame + p->frame_previous, &flags);
+	}
+	if (frame)
+		flags |= PY_TRUNCATED;
+	r->py_len = n;
+	r->py_flags = flags;
+}
+
+static __always_inline void count_python(u32 flags)
+{
+	count(STAT_PY_WALKS);
+	if (flags & PY_NO_THREAD)
+		count(STAT_PY_NO_THREAD);
+	if (flags & PY_TRUNCATED)
+		count(STAT_PY_TRUNCATED);
+	if (flags & PY_FAULT)
+		count(STAT_PY_FAULT);
+}
+
 SEC("perf_event")
 int sample_cpu(void *ctx)
 {
@@ -163,7 +288,14 @@ int sample_cpu(void *ctx)
 	bpf_probe_read_kernel(&flags, sizeof(flags), &task->flags);
 
 	r->user_len = 0;
+	r->py_len = 0;
+	r->py_flags = 0;
 	if (!(flags & PF_KTHREAD)) {
+		const struct py_proc *py = bpf_map_lookup_elem(&py_procs, &tgid);
+		if (py) {
+			walk_python(r, py, (u32)id);
+			count_python(r->py_flags);
+		}
 		n = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK);
 		if (n > 0)
 			r->user_len = n / sizeof(u64);

@@ -8,7 +8,8 @@
 //! | `demangle`, `kernel_frames`, `comm`, `pid_label` | as Alloy |
 //! | `off_cpu_threshold` | as Alloy: the probability (0 to 1) that a thread's switch-out is timed; > 0 adds one `offcpu` profile per process (`offcpu`/`nanoseconds`, values scaled by 1 / probability to estimate the real time; Alloy sends the sampled time unscaled; docs/EBPF.md, "Off-CPU"). Needs the BPF sampler |
 //! | `off_cpu_min_block` | **ours**, not Alloy's: blocks shorter than this duration are not reported (default `1ms`; `0s` reports every block). Only used when `off_cpu_threshold > 0` |
-//! | `python_enabled`, `perl_enabled`, `php_enabled`, `hotspot_enabled`, `ruby_enabled`, `v8_enabled`, `dotnet_enabled` | accepted; interpreter unwinding is not supported, so interpreted frames show as the interpreter's native frames |
+//! | `python_enabled` | default true: CPython 3.11, 3.12 and 3.13 frames are walked at sample time (BPF sampler only) and spliced into the native stack where the interpreter runs them; other versions are reported (docs/EBPF.md, "Python") |
+//! | `perl_enabled`, `php_enabled`, `hotspot_enabled`, `ruby_enabled`, `v8_enabled`, `dotnet_enabled` | accepted; interpreter unwinding is not supported, so interpreted frames show as the interpreter's native frames |
 //! | `go_enabled` | accepted; Go is always symbolized (from `.gopclntab`, stripped binaries included) |
 //! | `bpf_fs_root`, `obi_process_context_enabled`, `load_probe`, `probe_links`, `verbose_mode`, `lazy_mode`, `no_kernel_version_check`, `symb_cache_path`, `symb_cache_size`, `reporter_unsymbolized_stubs`, `debug_info { }` | accepted and ignored (they configure parts of the OTel profiler we do not have) |
 //! | deprecated no-ops (`pid_cache_size`, `build_id_cache_size`, ...) | accepted and ignored, as in Alloy |
@@ -72,6 +73,8 @@ pub struct Arguments {
     pub off_cpu_threshold: f64,
     /// `off_cpu_min_block` (ours): shorter blocks are not reported.
     pub off_cpu_min_block: std::time::Duration,
+    /// Walk CPython frames (`python_enabled`).
+    pub python: bool,
     /// Arguments we accept but do not implement, for the debug info.
     pub unsupported: Vec<String>,
 }
@@ -254,7 +257,6 @@ impl TryFrom<Raw> for Arguments {
         let comm = Comm::parse(&r.comm)?;
         let mut unsupported = Vec::new();
         let interpreters = [
-            ("python_enabled", r.python_enabled),
             ("perl_enabled", r.perl_enabled),
             ("php_enabled", r.php_enabled),
             ("hotspot_enabled", r.hotspot_enabled),
@@ -317,6 +319,7 @@ impl TryFrom<Raw> for Arguments {
             pid_label: r.pid_label,
             off_cpu_threshold: r.off_cpu_threshold,
             off_cpu_min_block: r.off_cpu_min_block.get(),
+            python: r.python_enabled != Some(false),
             unsupported,
         })
     }
@@ -362,6 +365,7 @@ demangle = "full"
 comm = "both"
 pid_label = true
 python_enabled = true
+perl_enabled = true
 go_enabled = true
 off_cpu_threshold = 0.5
 reporter_unsymbolized_stubs = false
@@ -377,12 +381,13 @@ debug_info {
         assert_eq!(a.sample_rate, 19);
         assert_eq!(a.demangle, Demangle::Full);
         assert!(a.comm.label() && a.comm.frame() && a.pid_label);
+        assert!(a.python, "python_enabled is honoured, not listed");
         let listed: Vec<&str> = a
             .unsupported
             .iter()
             .filter_map(|u| u.split(':').next())
             .collect();
-        assert_eq!(listed, ["python_enabled", "debug_info"]);
+        assert_eq!(listed, ["perl_enabled", "debug_info"]);
     }
 
     #[test]

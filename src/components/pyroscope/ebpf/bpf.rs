@@ -12,7 +12,8 @@ use aya::programs::PerfEvent;
 use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
 use aya::{Ebpf, EbpfLoader};
 
-use super::sample::{RawSample, Sampler, SamplerError, UserRegs};
+use super::python::PyProc;
+use super::sample::{PyStack, RawSample, Sampler, SamplerError, UserRegs};
 
 /// The compiled program (see `bpf/build.sh`).
 static OBJECT: &[u8] =
@@ -32,8 +33,14 @@ const STACK_LEN_AT: usize = 56;
 const FLAGS_AT: usize = 60;
 const USER_AT: usize = 64;
 const KERNEL_AT: usize = USER_AT + MAX_FRAMES * 8;
+/// The CPython walk: frame count and flags, then `PY_MAX_FRAMES` (code, instruction) pairs.
+const PY_LEN_AT: usize = KERNEL_AT + MAX_FRAMES * 8;
+const PY_FLAGS_AT: usize = PY_LEN_AT + 4;
+const PY_AT: usize = PY_LEN_AT + 8;
+/// `PY_MAX_FRAMES` in profile.bpf.c.
+pub const PY_MAX_FRAMES: usize = 64;
 /// The record up to its stack copy: what every record carries.
-const RECORD_HEADER: usize = KERNEL_AT + MAX_FRAMES * 8;
+const RECORD_HEADER: usize = PY_AT + PY_MAX_FRAMES * 16;
 /// `RECORD_REGS` in profile.bpf.c.
 const RECORD_REGS: u32 = 1;
 /// Ring records carry an 8-byte header in the kernel's ring buffer.
@@ -100,12 +107,22 @@ pub struct Stats {
     /// User stack copies cut short by an unreadable page (not resident, or the end of the
     /// stack's mapping).
     pub stack_faults: u64,
+    /// CPython frame walks (samples of processes registered as Python).
+    pub python_walks: u64,
+    /// Walks that found no thread state for the sampled thread (a thread the interpreter does
+    /// not know, or one in another pid namespace than its native_thread_id).
+    pub python_no_thread: u64,
+    /// Walks cut at `PY_MAX_FRAMES`.
+    pub python_truncated: u64,
+    /// Walks that met an unreadable address (wrong offsets, or memory being changed).
+    pub python_faults: u64,
 }
 
 /// A loaded and attached sampler. Dropping it detaches the program and frees its maps.
 pub struct BpfSampler {
     ring: RingBuf<MapData>,
     targets: BpfHashMap<MapData, u32, u8>,
+    py_procs: BpfHashMap<MapData, u32, PyProc>,
     stats: PerCpuArray<MapData, u64>,
     filtered: HashSet<u32>,
     filter: bool,
@@ -176,6 +193,11 @@ impl BpfSampler {
                 .ok_or(BpfError::Missing("map targets"))?,
         )
         .map_err(|e| BpfError::Load(chain(&e)))?;
+        let py_procs = BpfHashMap::try_from(
+            ebpf.take_map("py_procs")
+                .ok_or(BpfError::Missing("map py_procs"))?,
+        )
+        .map_err(|e| BpfError::Load(chain(&e)))?;
         let stats = PerCpuArray::try_from(
             ebpf.take_map("stats")
                 .ok_or(BpfError::Missing("map stats"))?,
@@ -192,6 +214,7 @@ impl BpfSampler {
         Ok(BpfSampler {
             ring,
             targets,
+            py_procs,
             stats,
             filtered: HashSet::new(),
             filter: opts.filter,
@@ -214,6 +237,10 @@ impl BpfSampler {
             ring_full: read(2),
             idle: read(3),
             stack_faults: read(4),
+            python_walks: read(5),
+            python_no_thread: read(6),
+            python_truncated: read(7),
+            python_faults: read(8),
         }
     }
 
@@ -274,6 +301,23 @@ impl Sampler for BpfSampler {
         Ok(())
     }
 
+    fn set_python(&mut self, pid: u32, proc: Option<&PyProc>) -> Result<(), SamplerError> {
+        let result = match proc {
+            Some(p) => self.py_procs.insert(pid, *p, 0),
+            // Already gone is fine: the process may never have been registered.
+            None => {
+                let _ = self.py_procs.remove(&pid);
+                Ok(())
+            }
+        };
+        result.map_err(|e| {
+            SamplerError::Unsupported(format!(
+                "adding pid {pid} to the BPF Python map: {}",
+                chain(&e)
+            ))
+        })
+    }
+
     fn drain(&mut self, each: &mut dyn FnMut(RawSample)) {
         while let Some(item) = self.ring.next() {
             if let Some(sample) = parse_record(&item) {
@@ -300,6 +344,17 @@ fn frames(b: &[u8], at: usize, len: u32) -> Vec<u64> {
     (0..len).map(|i| u64_at(b, at + i * 8)).collect()
 }
 
+/// The CPython frames of a record (its length clamped to the array).
+fn python(b: &[u8]) -> PyStack {
+    let len = (u32_at(b, PY_LEN_AT) as usize).min(PY_MAX_FRAMES);
+    PyStack {
+        frames: (0..len)
+            .map(|i| (u64_at(b, PY_AT + i * 16), u64_at(b, PY_AT + i * 16 + 8)))
+            .collect(),
+        flags: u32_at(b, PY_FLAGS_AT),
+    }
+}
+
 /// Decodes one `struct record`; `None` for a record shorter than its header (a
 /// program/loader mismatch, which the stamp test should have caught). A stack length past
 /// the record's end is cut to what is there.
@@ -323,6 +378,7 @@ fn parse_record(b: &[u8]) -> Option<RawSample> {
         kernel: frames(b, KERNEL_AT, u32_at(b, 12)),
         regs,
         stack: b[RECORD_HEADER..RECORD_HEADER + stack_len].to_vec(),
+        python: python(b),
     })
 }
 

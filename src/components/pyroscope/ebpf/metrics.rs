@@ -15,6 +15,7 @@
 //! | `pyroscope_ebpf_unwind_stacks_total` | result | user stacks unwound from the BPF program's stack copies: `complete`, or why one ended `[truncated]` (`stack_copy_exhausted`, `go_stack_switch`, `bad_frame`, `unknown_mapping`, `process_unreadable`, `depth_limit`, `no_stack_copy`; docs/EBPF.md) |
 //! | `pyroscope_ebpf_offcpu_failures_total` | | off-CPU sampler starts that failed (`off_cpu_threshold > 0`; CPU profiling goes on) |
 //! | `pyroscope_ebpf_offcpu_lost_total` | | off-CPU records the kernel could not deliver (ring full) |
+//! | `pyroscope_ebpf_python_processes_total` | result | CPython processes examined for the Python frame walk: `walked` (registered with the BPF program), `failed` (a version without offsets, no `_PyRuntime`, the perf fallback...; the reason is in the debug info's problems and the log) |
 //! | `pyroscope_ebpf_inaccessible_processes` | reason | at the last collection, processes the component should profile but cannot: `not_permitted` (no ptrace read access, so their files cannot be opened through /proc/<pid>/root: they cannot be symbolized, nor sampled by the perf fallback), `exited` (followed pids that no longer exist) |
 //!
 //! The first six are Alloy's (Alloy also has `pyroscope_ebpf_pprofs_dropped_total`, for
@@ -46,6 +47,7 @@ pub struct EbpfMetrics {
     inaccessible: Family<Labels, Gauge>,
     offcpu_failures: Family<Labels, Counter>,
     offcpu_lost: Family<Labels, Counter>,
+    python: Family<Labels, Counter>,
 }
 
 impl EbpfMetrics {
@@ -65,7 +67,13 @@ impl EbpfMetrics {
                 inaccessible: Family::default(),
                 offcpu_failures: Family::default(),
                 offcpu_lost: Family::default(),
+                python: Family::default(),
             };
+            r.register(
+                "pyroscope_ebpf_python_processes",
+                "CPython processes examined for the Python frame walk, by result",
+                m.python.clone(),
+            );
             r.register(
                 "pyroscope_ebpf_active_targets",
                 "Targets that identify processes to profile",
@@ -184,9 +192,13 @@ impl EbpfMetrics {
             .clone();
         let offcpu_failures = self.offcpu_failures.get_or_create(&base).clone();
         let offcpu_lost = self.offcpu_lost.get_or_create(&base).clone();
+        let python_walked = self.python.get_or_create(&with("result", "walked")).clone();
+        let python_failed = self.python.get_or_create(&with("result", "failed")).clone();
         ComponentMetrics {
             offcpu_failures,
             offcpu_lost,
+            python_walked,
+            python_failed,
             active_targets,
             sessions,
             sessions_failing,
@@ -218,6 +230,8 @@ pub struct ComponentMetrics {
     pub user_frames_symbolized: Counter,
     pub user_frames_unknown: Counter,
     pub inaccessible_not_permitted: Gauge,
+    pub python_walked: Counter,
+    pub python_failed: Counter,
     pub inaccessible_exited: Gauge,
     pub offcpu_failures: Counter,
     pub offcpu_lost: Counter,

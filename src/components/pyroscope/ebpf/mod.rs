@@ -24,6 +24,8 @@
 //! * [`perf`]: the fallback without BPF privileges: `perf_event_open` per thread.
 //! * [`unwind`]: a record's registers and stack copy to return addresses, with no frame
 //!   pointers needed (signal frames, Go's `.gopclntab`, `.eh_frame` through framehop).
+//! * [`python`]: CPython frames, walked by the BPF program at each sample, named from their
+//!   code objects and spliced in where the interpreter runs them (`python_enabled`).
 //! * [`stack`]: a sample's frames as the profile shows them, and when a stack is complete.
 //! * [`symbolize`]: addresses to function names, resolved while the process is alive and cached
 //!   per binary (blazesym for ELF/DWARF/kallsyms, our own `.gopclntab` reader for Go).
@@ -44,6 +46,7 @@ pub mod metrics;
 pub mod offcpu;
 pub mod perf;
 pub mod profile;
+pub mod python;
 pub mod sample;
 pub mod session;
 pub mod stack;

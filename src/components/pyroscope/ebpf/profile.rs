@@ -259,10 +259,15 @@ impl<'a> Builder<'a> {
         };
         let function_id = self.profile.function.len() as u64 + 1;
         let name = self.string(&frame.function);
+        let (filename, line) = match &frame.source {
+            Some(src) => (self.string(&src.file), src.line),
+            None => (0, 0),
+        };
         self.profile.function.push(Function {
             id: function_id,
             name,
             system_name: name,
+            filename,
             ..Default::default()
         });
         let id = self.profile.location.len() as u64 + 1;
@@ -271,6 +276,7 @@ impl<'a> Builder<'a> {
             mapping_id,
             line: vec![Line {
                 function_id,
+                line,
                 ..Default::default()
             }],
             ..Default::default()
@@ -352,6 +358,7 @@ mod tests {
         Frame {
             function: f.into(),
             module: m.into(),
+            source: None,
         }
     }
 

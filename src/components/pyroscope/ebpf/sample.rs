@@ -21,6 +21,19 @@ pub struct RawSample {
     /// The top of the thread's user stack, from `regs.sp` upwards, for unwinding with
     /// call-frame information; empty when not copied (then `user` is all there is).
     pub stack: Vec<u8>,
+    /// The CPython frames the BPF program walked at the tick (empty for other processes and
+    /// for the perf fallback, which cannot read them at sample time).
+    pub python: PyStack,
+}
+
+/// A thread's CPython frames at one tick, innermost first, as raw pointers into the process.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PyStack {
+    /// (code object, last instruction with the entry marker in its top byte); see
+    /// `struct py_frame` in bpf/profile.bpf.c.
+    pub frames: Vec<(u64, u64)>,
+    /// `PY_*` flags of the walk (0: no walk was tried).
+    pub flags: u32,
 }
 
 /// The user registers x86_64 unwinding starts from.
@@ -38,6 +51,19 @@ pub trait Sampler: Send {
 
     /// Hands every sample collected since the last call to `each`.
     fn drain(&mut self, each: &mut dyn FnMut(RawSample));
+
+    /// Tells the sampler where process `pid`'s CPython interpreter is, so that its samples
+    /// carry their Python frames (`None`: forget the process). Only the BPF sampler can walk
+    /// them at sample time.
+    fn set_python(
+        &mut self,
+        pid: u32,
+        _proc: Option<&super::python::PyProc>,
+    ) -> Result<(), SamplerError> {
+        Err(SamplerError::Unsupported(format!(
+            "pid {pid}: the perf_event_open fallback cannot read Python frames at sample time"
+        )))
+    }
 
     /// Problems worth showing in the component's debug info (e.g. a process that could not be
     /// followed), newest last. Empty when all is well.

@@ -20,6 +20,7 @@ use super::metrics::ComponentMetrics;
 use super::offcpu::{self, OffCpu};
 use super::perf::PerfSampler;
 use super::profile::{Interval, Shape};
+use super::python::{self, Python};
 use super::sample::{RawSample, Sampler};
 use super::stack::{TRUNCATED_ADDR, frames};
 pub use super::status::{Filtered, Findings, Mode, Status};
@@ -147,6 +148,7 @@ struct Runner {
     offcpu: OffCpu,
     symbolizer: Symbolizer,
     unwinder: Unwinder,
+    python: Python,
     interval: Interval,
     /// The target of each process sampled this interval (None: not profiled).
     pid_targets: HashMap<u32, Option<Target>>,
@@ -247,6 +249,11 @@ impl Runner {
             kernel: args.kernel_frames,
         });
         let now = Instant::now();
+        let python = Python::new(
+            args.python,
+            metrics.python_walked.clone(),
+            metrics.python_failed.clone(),
+        );
         Runner {
             next_collect: now + args.collect_interval,
             args,
@@ -259,6 +266,7 @@ impl Runner {
             offcpu: OffCpu::off(),
             symbolizer,
             unwinder: Unwinder::new(budget),
+            python,
             interval: Interval::new(SystemTime::now()),
             pid_targets: HashMap::new(),
             containers: HashMap::new(),
@@ -316,6 +324,8 @@ impl Runner {
         self.bpf_stats = None;
         self.offcpu = OffCpu::off();
         self.followed.clear();
+        // A new sampler has an empty Python map: every process is examined again.
+        self.python.reset();
         self.metrics.sessions.inc();
         let caps = Caps::current();
         self.note_capabilities(caps);
@@ -407,6 +417,7 @@ impl Runner {
             });
         }
         self.targets = Targets::new(&args.targets, args.targets_only);
+        self.python.set_enabled(args.python, &mut self.sampler);
         self.args = args;
         self.keep_sample_targets();
         self.pid_targets.clear();
@@ -462,6 +473,11 @@ impl Runner {
             if let Err(e) = self.offcpu.set_filter(Some(&pids)) {
                 tracing::warn!(error = %e, "pyroscope.ebpf: off-CPU filter");
             }
+            if r.is_ok() {
+                for &pid in &pids {
+                    self.python.observe(pid, sampler.as_mut());
+                }
+            }
             self.followed = pids;
             r
         };
@@ -509,6 +525,9 @@ impl Runner {
         status.bpf = bpf;
         status.problems = problems;
         status.off_cpu = self.offcpu.status();
+        status
+            .problems
+            .extend(self.python.problems().iter().cloned());
     }
 
     /// Counts one sample (an off-CPU one with its nanoseconds); false when its process has
@@ -527,6 +546,9 @@ impl Runner {
             .is_some();
         if !target {
             return false;
+        }
+        if let Some(sampler) = self.sampler.as_deref_mut() {
+            self.python.observe(s.pid, sampler);
         }
         let comm = if self.args.comm == Comm::None {
             [0u8; 16]
@@ -550,18 +572,20 @@ impl Runner {
             &s.user
         };
         let symbolizer = &mut self.symbolizer;
+        let python = &mut self.python;
         let comm_frame = self.args.comm.frame();
+        let key = python::stack_key(user, &s.python);
         let interval = match off_ns {
             Some(_) => &mut self.offcpu.interval,
             None => &mut self.interval,
         };
         let weight = off_ns.unwrap_or(0);
-        interval.add_weighted(s.pid, comm, &s.kernel, user, weight, || {
+        interval.add_weighted(s.pid, comm, &s.kernel, &key, weight, || {
             let addrs = match user.split_last() {
                 Some((&TRUNCATED_ADDR, rest)) => rest,
                 _ => user,
             };
-            frames(symbolizer, &s, addrs, complete, comm_frame)
+            python.splice(&s, frames(symbolizer, &s, addrs, complete, comm_frame))
         });
         true
     }
@@ -642,6 +666,7 @@ impl Runner {
         self.symbolizer.retain_pids(&alive);
         self.unwinder.retain_pids(&alive);
         self.offcpu.retain_pids(&alive);
+        self.python.retain_pids(&alive, &mut self.sampler);
         self.containers.retain(|&pid, _| alive(pid));
         self.pid_targets.clear();
         let mut status = lock(&self.shared.status);
@@ -649,6 +674,7 @@ impl Runner {
         status.last_collect = Some(crate::gocompat::time::rfc3339_millis(ended));
         status.symbolizer = serde_json::to_value(self.symbolizer.stats()).ok();
         status.unwinder = serde_json::to_value(self.unwinder.stats()).ok();
+        status.python = serde_json::to_value(self.python.stats()).ok();
         status.findings.deferred_profiles = self.books.deferred.len();
     }
 
@@ -772,6 +798,13 @@ impl Sampler for SharedBpf {
     }
     fn problems(&self) -> Vec<String> {
         lock(&self.0).problems()
+    }
+    fn set_python(
+        &mut self,
+        pid: u32,
+        proc: Option<&super::python::PyProc>,
+    ) -> Result<(), super::sample::SamplerError> {
+        lock(&self.0).set_python(pid, proc)
     }
 }
 

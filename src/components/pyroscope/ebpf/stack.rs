@@ -88,6 +88,7 @@ fn assemble(
             out.push(Frame {
                 function: TRUNCATED_FRAME.into(),
                 module: "".into(),
+                source: None,
             });
         }
     }
@@ -96,6 +97,7 @@ fn assemble(
         out.push(Frame {
             function: String::from_utf8_lossy(&comm[..end]).into(),
             module: "".into(),
+            source: None,
         });
     }
     out
@@ -109,6 +111,7 @@ mod tests {
         Frame {
             function: name.into(),
             module: "m".into(),
+            source: None,
         }
     }
 

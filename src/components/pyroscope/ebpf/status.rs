@@ -41,6 +41,8 @@ pub struct Status {
     pub unwinder: Option<serde_json::Value>,
     /// Off-CPU profiling, when `off_cpu_threshold > 0`.
     pub off_cpu: Option<super::offcpu::Status>,
+    /// CPython processes walked or failed, and the code objects cached.
+    pub python: Option<serde_json::Value>,
 }
 
 impl Default for Status {
@@ -59,6 +61,7 @@ impl Default for Status {
             symbolizer: None,
             unwinder: None,
             off_cpu: None,
+            python: None,
         }
     }
 }

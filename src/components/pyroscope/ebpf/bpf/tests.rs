@@ -51,7 +51,18 @@ fn records_decode_and_frames_are_bounded() {
     b[USER_AT..USER_AT + 8].copy_from_slice(&0x1000u64.to_ne_bytes());
     b[USER_AT + 8..USER_AT + 16].copy_from_slice(&0x2000u64.to_ne_bytes());
     b[RECORD_HEADER] = 0xab;
+    // Two Python frames; a corrupt count would be clamped to PY_MAX_FRAMES.
+    b[PY_LEN_AT..PY_LEN_AT + 4].copy_from_slice(&2u32.to_ne_bytes());
+    b[PY_FLAGS_AT..PY_FLAGS_AT + 4].copy_from_slice(&1u32.to_ne_bytes());
+    for (i, v) in [0xc0de_u64, 0x1_0000_0042, 0xc1de, 0x42]
+        .into_iter()
+        .enumerate()
+    {
+        b[PY_AT + i * 8..PY_AT + i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
+    }
     let s = parse_record(&b).expect("decodes");
+    assert_eq!(s.python.frames, [(0xc0de, 0x1_0000_0042), (0xc1de, 0x42)]);
+    assert_eq!(s.python.flags, 1);
     assert_eq!((s.pid, s.tid), (42, 43));
     assert_eq!(s.user, [0x1000, 0x2000]);
     assert_eq!(s.kernel.len(), MAX_FRAMES);

@@ -313,6 +313,9 @@ fn parse_record(b: &[u8]) -> Option<Record> {
                     kernel: frames(b, KERNEL_AT, u32_at(b, KERNEL_LEN_AT)),
                     regs,
                     stack: b[RECORD_HEADER..RECORD_HEADER + stack_len].to_vec(),
+                    // The off-CPU program walks no Python frames: blocked Python threads show
+                    // the interpreter's native frames.
+                    python: Default::default(),
                 },
             })
         }

@@ -295,6 +295,7 @@ impl Sink<'_> {
                         kernel: frames.kernel,
                         regs: None,
                         stack: Vec::new(),
+                        python: Default::default(),
                     });
                 }
                 Ok(Record::Lost(lost)) => *self.lost = self.lost.saturating_add(lost.lost),

@@ -100,6 +100,7 @@ mod tests {
         Frame {
             function: Arc::from(f),
             module: Arc::from("m"),
+            source: None,
         }
     }
 

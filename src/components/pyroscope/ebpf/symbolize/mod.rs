@@ -79,6 +79,16 @@ pub struct Frame {
     pub function: Arc<str>,
     /// File name of the binary or library; `[kernel.kallsyms]`, `[vdso]`, or `[unknown]`.
     pub module: Arc<str>,
+    /// Source file and line, when known (Python frames; native frames are named by function
+    /// only).
+    pub source: Option<SourceLine>,
+}
+
+/// Where a frame's code is in its source.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SourceLine {
+    pub file: Arc<str>,
+    pub line: i64,
 }
 
 /// Sizes for debug info and memory accounting.
@@ -237,7 +247,11 @@ impl Symbolizer {
             Some(f) if !f.is_empty() => self.names.intern(f),
             _ => Arc::clone(&self.unknown),
         };
-        Frame { function, module }
+        Frame {
+            function,
+            module,
+            source: None,
+        }
     }
 
     fn user_frame(&mut self, pid: u32, addr: u64) -> Frame {

@@ -393,6 +393,7 @@ fn unknowns_and_vdso() {
     let unknown = Frame {
         function: Arc::from(UNKNOWN),
         module: Arc::from(UNKNOWN),
+        source: None,
     };
     assert_eq!(
         sym.user(pid, &[0x10, 0]),
