@@ -379,7 +379,7 @@ async fn python_frames_match_py_spy() {
             !required("SCRAPER_REQUIRE_PYSPY"),
             "py-spy not found and SCRAPER_REQUIRE_PYSPY=1"
         );
-        eprintln!("skipped: py-spy not found (pip install py-spy==0.4.1)");
+        eprintln!("skipped: py-spy not found (tests/pyspy/install.sh installs it)");
         return;
     };
     let mut failures = Vec::new();
