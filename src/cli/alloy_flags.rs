@@ -318,10 +318,7 @@ mod tests {
                 &["--cluster.use-discovery-v1", "config.alloy"],
                 &["--cluster.use-discovery-v1"],
             ),
-            (
-                &["--cluster.use-discovery-v1=f", "config.alloy"],
-                &[],
-            ),
+            (&["--cluster.use-discovery-v1=f", "config.alloy"], &[]),
         ];
         for (args, want) in cases {
             assert_eq!(ignored(args).as_deref(), Ok(*want), "{args:?}");
@@ -338,8 +335,8 @@ mod tests {
             "{e}"
         );
         for bad in ["maybe", "yes", "tRUE", ""] {
-            let e = ignored(&[&format!("--disable-reporting={bad}"), "config.alloy"])
-                .expect_err(bad);
+            let e =
+                ignored(&[&format!("--disable-reporting={bad}"), "config.alloy"]).expect_err(bad);
             assert!(e.contains("invalid syntax"), "{bad}: {e}");
         }
     }

@@ -326,7 +326,11 @@ mod tests {
             let doc = format!("- targets: [{written}]\n  labels: {{v: {written}}}\n");
             let g = from_yaml(doc.as_bytes()).unwrap_or_else(|e| panic!("{written}: {e}"));
             assert_eq!(g[0].targets, [*want], "{written}: target");
-            assert_eq!(g[0].labels, [("v".to_string(), want.to_string())], "{written}");
+            assert_eq!(
+                g[0].labels,
+                [("v".to_string(), want.to_string())],
+                "{written}"
+            );
         }
         // Label names are their text too.
         let g = from_yaml(b"- labels: {1.10: a, 007: b}\n").expect("valid");
@@ -342,13 +346,24 @@ mod tests {
             ("blank", "\n  \n", vec![]),
             ("comments only", "# generated\n# nothing yet\n", vec![]),
             ("a document marker only", "---\n", vec![]),
-            ("two documents", "---\n- targets: ['a:1']\n---\n- targets: ['b:2']\n", vec!["a:1"]),
-            ("a bad second document", "- targets: ['a:1']\n---\n- targets: [b\n", vec!["a:1"]),
+            (
+                "two documents",
+                "---\n- targets: ['a:1']\n---\n- targets: ['b:2']\n",
+                vec!["a:1"],
+            ),
+            (
+                "a bad second document",
+                "- targets: ['a:1']\n---\n- targets: [b\n",
+                vec!["a:1"],
+            ),
             ("an end marker", "- targets: ['a:1']\n...\n", vec!["a:1"]),
         ];
         for (name, doc, want) in cases {
             let g = from_yaml(doc.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let got: Vec<_> = g.iter().flat_map(|g| g.targets.iter().map(String::as_str)).collect();
+            let got: Vec<_> = g
+                .iter()
+                .flat_map(|g| g.targets.iter().map(String::as_str))
+                .collect();
             assert_eq!(got, *want, "{name}");
         }
     }

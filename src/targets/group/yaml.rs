@@ -152,7 +152,11 @@ impl<'de> Visitor<'de> for Targets {
     type Value = Vec<String>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "target group {}: targets to be a list of strings", self.0)
+        write!(
+            f,
+            "target group {}: targets to be a list of strings",
+            self.0
+        )
     }
 
     fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {

@@ -156,11 +156,7 @@ async fn wait_for(cond: impl Fn() -> bool) {
 struct Messages(Arc<std::sync::Mutex<Vec<String>>>);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Messages {
-    fn on_event(
-        &self,
-        event: &tracing::Event<'_>,
-        _: tracing_subscriber::layer::Context<'_, S>,
-    ) {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
         struct Message<'a>(&'a mut String);
         impl tracing::field::Visit for Message<'_> {
             fn record_debug(&mut self, field: &tracing::field::Field, v: &dyn std::fmt::Debug) {
@@ -181,7 +177,8 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Messages {
 fn a_failing_file_that_is_deleted_says_its_failure_ended() {
     use tracing_subscriber::layer::SubscriberExt as _;
     let messages = Messages::default();
-    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(messages.clone()));
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(messages.clone()));
     let f = Fixture::new(&[("ok.json", "[]"), ("bad.json", "[")], &["*.json"]);
     assert!(f.component.health().is_some(), "bad.json fails");
     std::fs::remove_file(f.dir.path().join("bad.json")).expect("rm");

@@ -198,7 +198,8 @@ fn label_names_are_sanitised() {
 /// container's). Each row: containers, then the addresses expected.
 #[test]
 fn nulls_are_read_as_go_reads_them() {
-    let net = r#""NetworkSettings": {"Networks": {"n": {"NetworkID": "n1", "IPAddress": "10.0.0.1"}}}"#;
+    let net =
+        r#""NetworkSettings": {"Networks": {"n": {"NetworkID": "n1", "IPAddress": "10.0.0.1"}}}"#;
     let cases: Vec<(&str, String, Vec<&str>)> = vec![
         (
             "null names: skipped like no names",
