@@ -251,7 +251,7 @@ discovery.relabel "keep_node" {{
 }
 
 #[test]
-fn check_refuses_patterns_prometheus_refuses() {
+fn check_refuses_only_patterns_alloy_cannot_read() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("c.alloy");
     std::fs::write(
@@ -273,4 +273,19 @@ fn check_refuses_patterns_prometheus_refuses() {
     // At the element: line 2, the column of "targets.txt".
     let col = "  files = [\"ok/*.json\", ".len() + 1;
     assert!(stderr.contains(&format!("c.alloy:2:{col}")), "{stderr}");
+
+    // Alloy does not apply Prometheus' file name pattern: any case of the extension and a
+    // `*` in a directory are run.
+    std::fs::write(
+        &path,
+        "discovery.file \"sd\" {\n  files = [\"sd/t.Json\", \"/etc/*/targets.json\", \"x/*.YmL\"]\n}\n",
+    )
+    .expect("write");
+    let out = Command::new(BIN)
+        .arg("check")
+        .arg(&path)
+        .output()
+        .expect("run check");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
 }

@@ -7,10 +7,17 @@
 //!
 //! Flags we implement ourselves (`--server.http.listen-addr`, `--storage.path`, the
 //! `--cluster.*` of docs/CLUSTERING.md) are declared with `RunArgs`. Booleans take Go's flag
-//! forms, `--flag` and `--flag=false` (the `=` is required, as in Go, so that the config path
-//! after a boolean flag is not read as its value).
+//! forms, `--flag` and `--flag=VALUE` with any value Go's `strconv.ParseBool` takes (`1`, `t`,
+//! `TRUE`, `False`, ...; the `=` is required, as in Go, so that the config path after a
+//! boolean flag is not read as its value).
 
 use clap::Args;
+
+/// Go's `flag` package reads boolean flags with `strconv.ParseBool`; so does every boolean
+/// flag of `scraper run` (`--cluster.enabled` too).
+pub(crate) fn go_bool(s: &str) -> Result<bool, String> {
+    crate::gocompat::strconv::parse_bool(s)
+}
 
 const HEADING: &str = "Accepted for Alloy compatibility (docs/ALLOY-COMPAT.md)";
 
@@ -22,11 +29,11 @@ pub(crate) struct AlloyFlags {
     stability_level: Option<String>,
     /// Alloy's usage reporting switch; scraper never reports usage.
     #[arg(long = "disable-reporting", help_heading = HEADING, num_args = 0..=1,
-          require_equals = true, default_missing_value = "true")]
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     disable_reporting: Option<bool>,
     /// Alloy's switch for /debug/pprof; scraper always serves its own profiles there.
     #[arg(long = "server.http.enable-pprof", help_heading = HEADING, num_args = 0..=1,
-          require_equals = true, default_missing_value = "true")]
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     enable_pprof: Option<bool>,
     /// Alloy's in-memory listener for its own components; not used here.
     #[arg(long = "server.http.memory-addr", value_name = "ADDR", help_heading = HEADING)]
@@ -36,7 +43,7 @@ pub(crate) struct AlloyFlags {
     ui_path_prefix: Option<String>,
     /// Alloy's /-/support switch; scraper serves no support bundle.
     #[arg(long = "server.http.disable-support-bundle", help_heading = HEADING, num_args = 0..=1,
-          require_equals = true, default_missing_value = "true")]
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     disable_support_bundle: Option<bool>,
     /// Alloy's go-discover peer discovery; use --cluster.kubernetes-service or
     /// --cluster.join-addresses.
@@ -52,7 +59,7 @@ pub(crate) struct AlloyFlags {
     #[arg(long = "cluster.name", value_name = "NAME", help_heading = HEADING)]
     cluster_name: Option<String>,
     #[arg(long = "cluster.enable-tls", help_heading = HEADING, num_args = 0..=1,
-          require_equals = true, default_missing_value = "true", hide = true)]
+          require_equals = true, default_missing_value = "true", value_parser = go_bool, hide = true)]
     cluster_tls: Option<bool>,
     #[arg(long = "cluster.tls-ca-path", value_name = "PATH", help_heading = HEADING, hide = true)]
     cluster_tls_ca: Option<String>,
@@ -62,6 +69,9 @@ pub(crate) struct AlloyFlags {
     cluster_tls_key: Option<String>,
     #[arg(long = "cluster.tls-server-name", value_name = "NAME", help_heading = HEADING, hide = true)]
     cluster_tls_server_name: Option<String>,
+    #[arg(long = "cluster.use-discovery-v1", help_heading = HEADING, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool, hide = true)]
+    use_discovery_v1: Option<bool>,
     #[arg(long = "cluster.wait-for-size", value_name = "N", help_heading = HEADING, hide = true)]
     wait_for_size: Option<String>,
     #[arg(long = "cluster.wait-timeout", value_name = "DURATION", help_heading = HEADING, hide = true)]
@@ -70,12 +80,12 @@ pub(crate) struct AlloyFlags {
     #[arg(long = "config.format", value_name = "FORMAT", help_heading = HEADING)]
     config_format: Option<String>,
     #[arg(long = "config.bypass-conversion-errors", help_heading = HEADING, num_args = 0..=1,
-          require_equals = true, default_missing_value = "true", hide = true)]
+          require_equals = true, default_missing_value = "true", value_parser = go_bool, hide = true)]
     bypass_conversion_errors: Option<bool>,
     #[arg(long = "config.extra-args", value_name = "ARGS", help_heading = HEADING, hide = true)]
     config_extra_args: Option<String>,
     #[arg(long = "feature.community-components.enabled", help_heading = HEADING, num_args = 0..=1,
-          require_equals = true, default_missing_value = "true", hide = true)]
+          require_equals = true, default_missing_value = "true", value_parser = go_bool, hide = true)]
     community_components: Option<bool>,
     #[arg(long = "feature.prometheus.metric-validation-scheme", value_name = "SCHEME",
           help_heading = HEADING, hide = true)]
@@ -160,6 +170,11 @@ impl AlloyFlags {
                     || self.cluster_tls_server_name.is_some(),
                 "--cluster.enable-tls/--cluster.tls-*",
                 "peers check each other's /-/ready over plain HTTP",
+            ),
+            given(
+                on(self.use_discovery_v1),
+                "--cluster.use-discovery-v1",
+                "there is one peer discovery: --cluster.kubernetes-service or --cluster.join-addresses",
             ),
             given(
                 self.wait_for_size.as_deref().is_some_and(|n| n != "0")
@@ -271,6 +286,39 @@ mod tests {
                 ],
                 &[],
             ),
+            // Go's strconv.ParseBool forms.
+            (&["--disable-reporting=1", "config.alloy"], &[]),
+            (&["--disable-reporting=T", "config.alloy"], &[]),
+            (
+                &["--disable-reporting=F", "config.alloy"],
+                &["--disable-reporting=false"],
+            ),
+            (
+                &["--disable-reporting=0", "config.alloy"],
+                &["--disable-reporting=false"],
+            ),
+            (
+                &["--server.http.enable-pprof=FALSE", "config.alloy"],
+                &["--server.http.enable-pprof=false"],
+            ),
+            (
+                &["--server.http.enable-pprof=False", "config.alloy"],
+                &["--server.http.enable-pprof=false"],
+            ),
+            (&["--server.http.enable-pprof=True", "config.alloy"], &[]),
+            (
+                &["--cluster.enable-tls=TRUE", "config.alloy"],
+                &["--cluster.enable-tls/--cluster.tls-*"],
+            ),
+            (
+                &["--feature.community-components.enabled=t", "config.alloy"],
+                &["--feature.community-components.enabled"],
+            ),
+            (
+                &["--cluster.use-discovery-v1", "config.alloy"],
+                &["--cluster.use-discovery-v1"],
+            ),
+            (&["--cluster.use-discovery-v1=f", "config.alloy"], &[]),
         ];
         for (args, want) in cases {
             assert_eq!(ignored(args).as_deref(), Ok(*want), "{args:?}");
@@ -286,6 +334,10 @@ mod tests {
             e.contains("alloy convert --source-format=prometheus"),
             "{e}"
         );
-        assert!(ignored(&["--disable-reporting=maybe", "config.alloy"]).is_err());
+        for bad in ["maybe", "yes", "tRUE", ""] {
+            let e =
+                ignored(&[&format!("--disable-reporting={bad}"), "config.alloy"]).expect_err(bad);
+            assert!(e.contains("invalid syntax"), "{bad}: {e}");
+        }
     }
 }

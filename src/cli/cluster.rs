@@ -17,7 +17,8 @@ pub(crate) struct ClusterArgs {
     /// by exactly one live peer (docs/CLUSTERING.md).
     /// (Go's boolean forms, as Alloy's chart passes it: `--cluster.enabled=true`.)
     #[arg(long = "cluster.enabled", num_args = 0..=1, require_equals = true,
-          default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
+          default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set,
+          value_parser = super::alloy_flags::go_bool)]
     enabled: bool,
     /// This instance's name among the peers (default: the host name).
     #[arg(long = "cluster.node-name")]
@@ -142,6 +143,36 @@ fn advertise(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--cluster.enabled` reads Go's `strconv.ParseBool` forms, as Alloy's `flag` does.
+    #[test]
+    fn cluster_enabled_takes_gos_bool_forms() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cmd {
+            #[command(flatten)]
+            cluster: ClusterArgs,
+        }
+        let cases: &[(&[&str], Option<bool>)] = &[
+            (&[], Some(false)),
+            (&["--cluster.enabled"], Some(true)),
+            (&["--cluster.enabled=1"], Some(true)),
+            (&["--cluster.enabled=T"], Some(true)),
+            (&["--cluster.enabled=TRUE"], Some(true)),
+            (&["--cluster.enabled=True"], Some(true)),
+            (&["--cluster.enabled=0"], Some(false)),
+            (&["--cluster.enabled=f"], Some(false)),
+            (&["--cluster.enabled=False"], Some(false)),
+            (&["--cluster.enabled=yes"], None),
+            (&["--cluster.enabled=tRUE"], None),
+        ];
+        for (args, want) in cases {
+            let got = Cmd::try_parse_from(std::iter::once("run").chain(args.iter().copied()))
+                .ok()
+                .map(|c| c.cluster.enabled);
+            assert_eq!(got, *want, "{args:?}");
+        }
+    }
 
     #[test]
     fn the_advertise_address_is_normalised_and_pod_ip_read_only_when_clustering() {

@@ -302,9 +302,40 @@ fn format_hex_float(v: f64, prec: Option<usize>, upper: bool) -> String {
     s
 }
 
+/// Go's `strconv.ParseBool`, which Go's `flag` package (so Alloy's command line) reads boolean
+/// flags with; the error is Go's message.
+pub fn parse_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        _ => Err(format!(
+            "strconv.ParseBool: parsing {}: invalid syntax",
+            super::quote::quote(s)
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every form Go's ParseBool accepts, and near misses it refuses.
+    #[test]
+    fn parse_bool_takes_gos_forms() {
+        for s in ["1", "t", "T", "TRUE", "true", "True"] {
+            assert_eq!(parse_bool(s), Ok(true), "{s}");
+        }
+        for s in ["0", "f", "F", "FALSE", "false", "False"] {
+            assert_eq!(parse_bool(s), Ok(false), "{s}");
+        }
+        for s in ["", "yes", "tRUE", "on", " true", "2"] {
+            assert!(parse_bool(s).is_err(), "{s:?}");
+        }
+        assert_eq!(
+            parse_bool("maybe"),
+            Err("strconv.ParseBool: parsing \"maybe\": invalid syntax".to_string())
+        );
+    }
 
     #[test]
     fn ties_go_to_the_even_digit_like_go() {

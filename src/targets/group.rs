@@ -17,13 +17,17 @@
 //! empty label name (label names are otherwise free, Prometheus 3's UTF-8 names), and values that
 //! are lists or maps. `null` addresses and label values are empty strings (Go's zero value),
 //! and an empty value is no label at all here, as everywhere in `LabelSet`. YAML scalars that are
-//! not strings (`port: 8080`, `debug: true`) are their text, as yaml.v2 decodes them into a Go
-//! string; a number is written back in its canonical form (`1.50` becomes `1.5`, where Go keeps
-//! the text as written).
+//! not strings (`port: 8080`, `debug: True`, `ratio: 1.10`) are their text exactly as written,
+//! as yaml.v2 decodes them into a Go string; a YAML stream is read up to its first document
+//! (see `yaml`).
 
 use std::sync::Arc;
 
 use crate::labels::LabelSet;
+
+mod yaml;
+
+pub use yaml::from_yaml;
 
 /// The label every target's address is in.
 pub const ADDRESS_LABEL: &str = "__address__";
@@ -147,132 +151,6 @@ fn label_name(i: usize, name: String) -> Result<String, GroupError> {
         return err(format!("target group {i}: \"\" is not a valid label name"));
     }
     Ok(name)
-}
-
-/// Parses a YAML document (a file ending in `.yml` or `.yaml`).
-pub fn from_yaml(bytes: &[u8]) -> Result<Vec<Group>, GroupError> {
-    use serde_norway::Value as Y;
-    // An empty file is an empty list to yaml.v2; serde_norway calls it an error.
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Vec::new());
-    }
-    let doc: Y = serde_norway::from_slice(bytes).map_err(|e| GroupError(e.to_string()))?;
-    let items = match untag(doc) {
-        Y::Null => return Ok(Vec::new()),
-        Y::Sequence(items) => items,
-        other => {
-            return err(format!(
-                "expected a list of target groups, found {}",
-                yaml_kind(&other)
-            ));
-        }
-    };
-    let mut groups = Vec::with_capacity(items.len());
-    for (i, item) in items.into_iter().enumerate() {
-        let fields = match untag(item) {
-            Y::Null => return err("nil target group item found"),
-            Y::Mapping(fields) => fields,
-            other => {
-                return err(format!(
-                    "target group {i}: expected a map, found {}",
-                    yaml_kind(&other)
-                ));
-            }
-        };
-        let mut group = Group::default();
-        for (key, value) in fields {
-            match untag(key) {
-                Y::String(k) if k == "targets" => group.targets = yaml_targets(i, value)?,
-                Y::String(k) if k == "labels" => group.labels = yaml_labels(i, value)?,
-                other => {
-                    let name = yaml_scalar(other).unwrap_or_else(|| "(not a scalar)".into());
-                    return err(format!("target group {i}: unknown field {name:?}"));
-                }
-            }
-        }
-        groups.push(group);
-    }
-    Ok(groups)
-}
-
-fn untag(v: serde_norway::Value) -> serde_norway::Value {
-    match v {
-        serde_norway::Value::Tagged(t) => untag(t.value),
-        other => other,
-    }
-}
-
-fn yaml_kind(v: &serde_norway::Value) -> &'static str {
-    use serde_norway::Value as Y;
-    match v {
-        Y::Null => "null",
-        Y::Bool(_) => "a boolean",
-        Y::Number(_) => "a number",
-        Y::String(_) => "a string",
-        Y::Sequence(_) => "a list",
-        Y::Mapping(_) => "a map",
-        Y::Tagged(_) => "a tagged value",
-    }
-}
-
-/// A scalar as the Go string yaml.v2 would decode it into; `None` for lists and maps.
-fn yaml_scalar(v: serde_norway::Value) -> Option<String> {
-    use serde_norway::Value as Y;
-    match untag(v) {
-        Y::Null => Some(String::new()),
-        Y::Bool(b) => Some(b.to_string()),
-        Y::Number(n) => Some(n.to_string()),
-        Y::String(s) => Some(s),
-        Y::Sequence(_) | Y::Mapping(_) | Y::Tagged(_) => None,
-    }
-}
-
-fn yaml_targets(i: usize, v: serde_norway::Value) -> Result<Vec<String>, GroupError> {
-    use serde_norway::Value as Y;
-    match untag(v) {
-        Y::Null => Ok(Vec::new()),
-        Y::Sequence(items) => items
-            .into_iter()
-            .map(|t| {
-                let kind = yaml_kind(&t);
-                yaml_scalar(t).ok_or_else(|| {
-                    GroupError(format!(
-                        "target group {i}: a target must be a string, found {kind}"
-                    ))
-                })
-            })
-            .collect(),
-        other => err(format!(
-            "target group {i}: targets must be a list of strings, found {}",
-            yaml_kind(&other)
-        )),
-    }
-}
-
-fn yaml_labels(i: usize, v: serde_norway::Value) -> Result<Vec<(String, String)>, GroupError> {
-    use serde_norway::Value as Y;
-    match untag(v) {
-        Y::Null => Ok(Vec::new()),
-        Y::Mapping(m) => m
-            .into_iter()
-            .map(|(k, v)| {
-                let name = yaml_scalar(k).ok_or_else(|| {
-                    GroupError(format!("target group {i}: a label name must be a string"))
-                })?;
-                let kind = yaml_kind(&v);
-                let value = yaml_scalar(v).ok_or_else(|| {
-                    GroupError(format!(
-                        "target group {i}: the value of label {name:?} must be a string, found {kind}"
-                    ))
-                })?;
-                Ok((label_name(i, name)?, value))
-            })
-            .collect(),
-        other => err(format!(
-            "target group {i}: labels must be a map of strings, found {}",
-            yaml_kind(&other)
-        )),
-    }
 }
 
 /// The targets of `groups`, in document order: each address with its group's labels and the
@@ -426,17 +304,68 @@ mod tests {
         assert!(from_yaml(b"- Targets: ['a:1']\n").is_err());
     }
 
+    /// yaml.v2 decodes a scalar into a Go string as the text written (`n.value`), so nothing
+    /// is reformatted: each row is a label value and a target, expected back unchanged.
     #[test]
-    fn yaml_scalars_are_their_text() {
-        let g = from_yaml(
-            b"- targets: [8080, host:1]\n  labels: {port: 80, debug: true, ratio: 0.5}\n",
-        )
-        .expect("valid");
-        assert_eq!(g[0].targets, ["8080", "host:1"]);
-        let labels: BTreeMap<_, _> = g[0].labels.iter().cloned().collect();
-        assert_eq!(labels["port"], "80");
-        assert_eq!(labels["debug"], "true");
-        assert_eq!(labels["ratio"], "0.5");
+    fn yaml_scalars_are_their_text_as_written() {
+        let cases: &[(&str, &str)] = &[
+            ("80", "80"),
+            ("true", "true"),
+            ("0.5", "0.5"),
+            ("1.10", "1.10"),
+            ("007", "007"),
+            ("True", "True"),
+            ("1e3", "1e3"),
+            ("0x1F", "0x1F"),
+            ("'quoted 1.10'", "quoted 1.10"),
+            ("\"x\\ty\"", "x\ty"),
+            ("~", ""),
+            ("null", ""),
+        ];
+        for (written, want) in cases {
+            let doc = format!("- targets: [{written}]\n  labels: {{v: {written}}}\n");
+            let g = from_yaml(doc.as_bytes()).unwrap_or_else(|e| panic!("{written}: {e}"));
+            assert_eq!(g[0].targets, [*want], "{written}: target");
+            assert_eq!(
+                g[0].labels,
+                [("v".to_string(), want.to_string())],
+                "{written}"
+            );
+        }
+        // Label names are their text too.
+        let g = from_yaml(b"- labels: {1.10: a, 007: b}\n").expect("valid");
+        let names: Vec<_> = g[0].labels.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["1.10", "007"]);
+    }
+
+    /// yaml.v2's Unmarshal reads only the first document; no document is an empty list.
+    #[test]
+    fn yaml_streams_give_their_first_document() {
+        let cases: &[(&str, &str, Vec<&str>)] = &[
+            ("empty", "", vec![]),
+            ("blank", "\n  \n", vec![]),
+            ("comments only", "# generated\n# nothing yet\n", vec![]),
+            ("a document marker only", "---\n", vec![]),
+            (
+                "two documents",
+                "---\n- targets: ['a:1']\n---\n- targets: ['b:2']\n",
+                vec!["a:1"],
+            ),
+            (
+                "a bad second document",
+                "- targets: ['a:1']\n---\n- targets: [b\n",
+                vec!["a:1"],
+            ),
+            ("an end marker", "- targets: ['a:1']\n...\n", vec!["a:1"]),
+        ];
+        for (name, doc, want) in cases {
+            let g = from_yaml(doc.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let got: Vec<_> = g
+                .iter()
+                .flat_map(|g| g.targets.iter().map(String::as_str))
+                .collect();
+            assert_eq!(got, *want, "{name}");
+        }
     }
 
     #[test]
@@ -480,21 +409,17 @@ mod tests {
             assert!(e.0.contains(want), "{doc}: {e} lacks {want:?}");
         }
         let yaml: &[(&str, &str)] = &[
-            (
-                "targets: [a]\n",
-                "expected a list of target groups, found a map",
-            ),
+            ("targets: [a]\n", "expected a list of target groups"),
+            ("- 1\n", "expected target group 0 to be a map"),
+            ("- targets: a\n", "targets to be a list of strings"),
+            ("- labels: [a]\n", "labels to be a map of strings"),
+            ("- targets: [a]\n  targets: [b]\n", "given twice"),
             ("- ~\n", "nil target group item found"),
             ("- targets: [a]\n  extra: 1\n", "unknown field \"extra\""),
-            (
-                "- targets: [[a]]\n",
-                "a target must be a string, found a list",
-            ),
+            ("- targets: [[a]]\n", "expected a string"),
             ("- labels: {'': v}\n", "\"\" is not a valid label name"),
-            (
-                "- labels: {k: [v]}\n",
-                "the value of label \"k\" must be a string, found a list",
-            ),
+            ("- labels: {k: [v]}\n", "expected a string"),
+            ("- labels: {[k]: v}\n", "expected a string"),
             ("- targets: [a\n", ""),
             ("- labels: {k: a, k: b}\n", "duplicate"),
         ];

@@ -52,16 +52,17 @@ pub fn endpoint(host: &str) -> Result<Endpoint, String> {
 }
 
 /// Docker's `filters` query value: `{"name": {"value": true}, ...}` (the Go client's encoding).
+/// Prometheus adds each value to a `filters.Args`, so a filter with no values is no key at
+/// all, and with no keys left there is no query (`filters.Args.Len() == 0`).
 pub fn filters_query(filters: &[(String, Vec<String>)]) -> Option<String> {
-    if filters.is_empty() {
-        return None;
-    }
     let mut m: BTreeMap<&str, BTreeMap<&str, bool>> = BTreeMap::new();
     for (name, values) in filters {
-        let entry = m.entry(name.as_str()).or_default();
         for v in values {
-            entry.insert(v.as_str(), true);
+            m.entry(name.as_str()).or_default().insert(v.as_str(), true);
         }
+    }
+    if m.is_empty() {
+        return None;
     }
     let json = serde_json::to_string(&m).ok()?;
     Some(format!(
@@ -269,6 +270,16 @@ mod tests {
             json,
             r#"{"label":{"a=b":true,"c":true},"name":{"web":true}}"#
         );
+        // Filters without values are not sent, as Go's filters.Args drops them.
+        assert_eq!(filters_query(&[("label".into(), vec![])]), None);
+        let q = filters_query(&[
+            ("label".into(), vec![]),
+            ("name".into(), vec!["web".into()]),
+        ])
+        .expect("query");
+        let json = crate::gocompat::url::query_unescape(q.trim_start_matches("filters="))
+            .expect("escaped");
+        assert_eq!(json, r#"{"name":{"web":true}}"#);
     }
 
     #[test]

@@ -24,41 +24,51 @@ use serde::Deserialize;
 
 use crate::labels::LabelSet;
 
+/// Go's `encoding/json` leaves a field at its zero value for an explicit `null`; serde would
+/// refuse `"Names": null` for a `Vec` and fail the whole refresh.
+fn null_is_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
 /// One entry of `GET /containers/json`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Container {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub names: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub ports: Vec<Port>,
     #[serde(default)]
     pub labels: Option<BTreeMap<String, String>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub host_config: HostConfig,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub network_settings: NetworkSettings,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Port {
-    #[serde(default, rename = "IP")]
+    #[serde(default, rename = "IP", deserialize_with = "null_is_default")]
     pub ip: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub private_port: u16,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub public_port: u16,
-    #[serde(default, rename = "Type")]
+    #[serde(default, rename = "Type", deserialize_with = "null_is_default")]
     pub kind: String,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct HostConfig {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub network_mode: String,
 }
 
@@ -73,9 +83,9 @@ pub struct NetworkSettings {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Endpoint {
-    #[serde(default, rename = "NetworkID")]
+    #[serde(default, rename = "NetworkID", deserialize_with = "null_is_default")]
     pub network_id: String,
-    #[serde(default, rename = "IPAddress")]
+    #[serde(default, rename = "IPAddress", deserialize_with = "null_is_default")]
     pub ip_address: String,
 }
 
@@ -83,17 +93,17 @@ pub struct Endpoint {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Network {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub scope: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub internal: bool,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub ingress: bool,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub labels: Option<BTreeMap<String, String>>,
 }
 
@@ -179,26 +189,33 @@ pub fn targets(
             common.set(&format!("__meta_docker_container_label_{}", sanitize(k)), v);
         }
 
-        let mut nets: Vec<(&String, &Endpoint)> = endpoints(c);
-        if nets.is_empty() {
+        // Prometheus counts `null` entries as networks (`len(networks) == 0`): a container
+        // whose only network is `null` has no targets and does not borrow another's.
+        let mut raw = networks_of(c);
+        if raw.is_empty() {
             // `container:<id>` network mode: the networks of that container, followed along
             // a chain of such containers until one has networks.
             let mut mode = c.host_config.network_mode.as_str();
             let mut hops = 0;
             while let Some(id) = mode.strip_prefix("container:") {
                 let Some(other) = by_id.get(id) else { break };
-                nets = endpoints(other);
+                raw = networks_of(other);
                 mode = other.host_config.network_mode.as_str();
                 hops += 1;
                 // A cycle of containers sharing each other's network cannot exist in Docker;
                 // the bound only protects against a malformed answer.
-                if !nets.is_empty() || hops > containers.len() {
+                if !raw.is_empty() || hops > containers.len() {
                     break;
                 }
             }
         }
+        // Null entries give no targets; of the rest, by name (Go's map order is random).
+        let mut nets: Vec<(&String, &Endpoint)> = raw
+            .iter()
+            .filter_map(|(name, e)| e.as_ref().map(|e| (name, e)))
+            .collect();
         if opts.match_first_network && nets.len() > 1 {
-            nets.truncate(1); // sorted by name already
+            nets.truncate(1); // the first non-null network by name, as Prometheus picks
         }
 
         for (_, n) in nets {
@@ -239,14 +256,10 @@ pub fn targets(
     out
 }
 
-/// A container's non-null networks, by name.
-fn endpoints(c: &Container) -> Vec<(&String, &Endpoint)> {
-    c.network_settings
-        .networks
-        .iter()
-        .flatten()
-        .filter_map(|(name, e)| e.as_ref().map(|e| (name, e)))
-        .collect()
+/// A container's networks as listed, `null` entries included.
+fn networks_of(c: &Container) -> &BTreeMap<String, Option<Endpoint>> {
+    static NONE: BTreeMap<String, Option<Endpoint>> = BTreeMap::new();
+    c.network_settings.networks.as_ref().unwrap_or(&NONE)
 }
 
 #[cfg(test)]

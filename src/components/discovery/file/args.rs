@@ -11,7 +11,7 @@ use crate::syntax::types::Duration;
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(try_from = "RawArguments")]
 pub struct Arguments {
-    /// Paths or patterns (Go's `filepath.Glob`; Prometheus allows a `*` in the last segment).
+    /// Paths or patterns (Go's `filepath.Glob`, metacharacters in any segment).
     pub files: Vec<String>,
     /// How often every file is read again, changed or not.
     pub refresh_interval: Duration,
@@ -45,28 +45,32 @@ impl TryFrom<RawArguments> for Arguments {
     }
 }
 
-const EXTENSIONS: [&str; 6] = [".json", ".yml", ".yaml", ".JSON", ".YML", ".YAML"];
+/// Go's `filepath.Ext`: from the last `.` of the last path segment, or "".
+fn go_ext(p: &str) -> &str {
+    let name = p.rfind('/').map_or(p, |i| &p[i + 1..]);
+    name.rfind('.').map_or("", |i| &name[i..])
+}
 
-/// Prometheus' `patFileSDName` (`^[^*]*(\*[^/]*)?\.(json|yml|yaml|JSON|YML|YAML)$`): a JSON or
-/// YAML extension, and no `/` after the first `*`.
+/// Whether every file `p` can match is one Alloy reads. Alloy does not apply Prometheus'
+/// `patFileSDName` (a `*` may be in any segment, the extension in any case); its file SD
+/// lowercases each file's extension and panics on one other than `.json`, `.yml` and
+/// `.yaml`, so only a pattern whose own extension is none of these is refused.
 fn valid_pattern(p: &str) -> bool {
-    let star_ok = match p.find('*') {
-        Some(i) => !p[i..].contains('/'),
-        None => true,
-    };
-    star_ok && EXTENSIONS.iter().any(|e| p.ends_with(e))
+    matches!(
+        go_ext(p).to_ascii_lowercase().as_str(),
+        ".json" | ".yml" | ".yaml"
+    )
 }
 
 impl Arguments {
-    /// Prometheus refuses these when its config is loaded; Alloy passes them through and its
-    /// file SD panics on the first file with another extension. We refuse them, at the
-    /// element at fault.
+    /// Patterns whose files Alloy's file SD would panic on (another extension), and
+    /// malformed globs; we refuse them at the element at fault.
     pub fn invalid(&self) -> Vec<Invalid> {
         let mut out = Vec::new();
         for (i, p) in self.files.iter().enumerate() {
             let message = if !valid_pattern(p) {
                 format!(
-                    "path name {p:?} is not valid for file discovery (a .json, .yml or .yaml file; a * only in the last path segment)"
+                    "path name {p:?} is not valid for file discovery (it must end in .json, .yml or .yaml)"
                 )
             } else if let Err(e) = glob::matches(p, "") {
                 format!("path name {p:?}: {e}")
@@ -110,18 +114,25 @@ mod tests {
         assert!(decode_args("files = []\nfoo = 1").is_err());
     }
 
+    /// Alloy's rule: the pattern's extension, in any case, decides (see `valid_pattern`).
     #[test]
-    fn patterns_follow_prometheus() {
+    fn patterns_follow_alloy() {
         let cases = [
             ("targets.json", true),
             ("/etc/sd/tg_*.json", true),
             ("sd/*.yml", true),
             ("sd/*.YAML", true),
             ("sd/*-*.yaml", true),
-            ("*/targets.json", false),
+            ("sd/t.Json", true),
+            ("sd/t.yAmL", true),
+            ("*/targets.json", true),
+            ("/etc/*/targets.json", true),
+            ("/etc/*/[a-z]*.yml", true),
             ("sd/*.txt", false),
             ("sd/targets", false),
-            ("sd/t.Json", false),
+            ("sd/*", false),
+            ("sd.json/targets", false),
+            ("sd/t.json.bak", false),
         ];
         for (p, ok) in cases {
             assert_eq!(valid_pattern(p), ok, "{p}");

@@ -7,7 +7,8 @@
 //! | `discovery_file_files_failing` | gauge | files whose last read failed (their last good targets are kept) |
 //!
 //! All carry `component_id` and `component_path`. A file's failure is a warning when it starts
-//! or its reason changes, a debug line while it repeats, and an info line when it ends.
+//! or its reason changes, a debug line while it repeats, and an info line when it ends (the file
+//! reads again, or is gone).
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -135,5 +136,17 @@ pub(super) struct FileRecovered<'a> {
 impl InternalEvent for FileRecovered<'_> {
     fn emit(self) {
         tracing::info!(component = %self.component, path = %self.path, "discovery file reads again");
+    }
+}
+
+/// A file that failed is no longer there (or no longer matched); its failure ends with it.
+pub(super) struct FailingFileGone<'a> {
+    pub component: &'a str,
+    pub path: &'a str,
+}
+
+impl InternalEvent for FailingFileGone<'_> {
+    fn emit(self) {
+        tracing::info!(component = %self.component, path = %self.path, "failing discovery file is gone; its failure ends");
     }
 }

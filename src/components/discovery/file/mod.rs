@@ -8,8 +8,8 @@
 //! }
 //! ```
 //!
-//! * Arguments ([`Arguments`]): `files`, paths or Go glob patterns (`*` only in the last path
-//!   segment; each must end in `.json`, `.yml` or `.yaml`, upper case too), and
+//! * Arguments ([`Arguments`]): `files`, paths or Go glob patterns (metacharacters in any
+//!   segment; each must end in `.json`, `.yml` or `.yaml`, in any case), and
 //!   `refresh_interval` (`"5m"`). Relative paths are relative to the working directory.
 //! * Export: `targets`. Each file is a list of target groups (`crate::targets::group`); each
 //!   address becomes a target with its group's labels, `__address__` and `__meta_filepath`
@@ -28,9 +28,9 @@
 //!
 //! # Differences from Alloy, on purpose
 //!
-//! * A pattern Prometheus' file SD would refuse (another extension, a `*` before the last
-//!   segment, a malformed glob) is a config error at that element; Alloy accepts it and its file
-//!   SD panics when it reads such a file.
+//! * A pattern with another extension, or a malformed glob, is a config error at that element;
+//!   Alloy accepts it and its file SD panics when it reads such a file. Like Alloy (and unlike
+//!   Prometheus' `patFileSDName`), `sd/t.Json` and `/etc/*/targets.json` are accepted.
 //! * Alloy reports the component unhealthy only for a bad config and says nothing of a bad
 //!   file but a log line; we also mark it unhealthy (see above).
 //! * Targets are in a stable order; Alloy's come in Go's random map order.
@@ -61,7 +61,7 @@ use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
 use crate::syntax::decode::Invalid;
 use crate::syntax::value::Value;
 use crate::targets as target;
-use events::{FileReadFailed, FileRecovered, InstanceMetrics};
+use events::{FailingFileGone, FileReadFailed, FileRecovered, InstanceMetrics};
 use scan::{Content, Scan, Stamp};
 
 /// How often the files' stamps are compared between full refreshes.
@@ -149,6 +149,16 @@ impl File {
         for gone in previous.keys() {
             tracing::debug!(component = %self.id, path = %gone, "discovery file gone; its targets are removed");
             self.metrics.forget(gone);
+        }
+        // A failing file no longer matched ends its failure without reading again: say so, or
+        // the warning it started with would be the last word on it.
+        for path in st.failing.keys() {
+            if !failing.contains_key(path) && !st.files.iter().any(|(p, _)| p == path) {
+                emit(FailingFileGone {
+                    component: &self.id,
+                    path,
+                });
+            }
         }
         st.failing = failing;
         self.metrics.set_failing(st.failing.len());

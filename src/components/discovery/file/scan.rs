@@ -96,14 +96,39 @@ pub fn scan(patterns: &[String]) -> Scan {
     }
 }
 
+/// The largest file read, as `discovery.http` and `discovery.docker` bound their answers.
+/// Prometheus has no bound; 64 MiB is ~500,000 targets, and a larger file (a log written to
+/// the wrong path) would otherwise be held in memory whole. A larger file is a read error:
+/// loud, and its last good targets are kept.
+pub const FILE_LIMIT: u64 = 64 << 20;
+
 /// Reads one file: JSON or YAML by its extension, as Prometheus decides (case-insensitively).
 pub fn read(path: &str) -> Result<Content, String> {
+    read_limited(path, FILE_LIMIT)
+}
+
+/// The whole of `path`, or an error if it holds more than `limit` bytes.
+fn read_bytes(path: &str, limit: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    // One byte past the limit tells a file of exactly `limit` bytes from a larger one.
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("file exceeds {limit} bytes"));
+    }
+    Ok(bytes)
+}
+
+fn read_limited(path: &str, limit: u64) -> Result<Content, String> {
     let ext = std::path::Path::new(path)
         .extension()
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let bytes = read_bytes(path, limit)?;
     let mtime = std::fs::metadata(path)
         .ok()
         .and_then(|m| m.modified().ok())
@@ -166,5 +191,42 @@ mod tests {
         std::fs::write(dir.path().join("new.json"), "[]").expect("write");
         std::fs::rename(dir.path().join("new.json"), dir.path().join("a.json")).expect("mv");
         assert_ne!(s.stamp, stamp(&patterns));
+    }
+
+    /// Alloy reads any case of the extension and patterns with `*` in a directory.
+    #[test]
+    fn stars_in_directories_and_any_case_of_extension_are_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().to_str().expect("utf-8");
+        for sub in ["x", "y"] {
+            std::fs::create_dir(dir.path().join(sub)).expect("mkdir");
+            std::fs::write(
+                dir.path().join(sub).join("t.Json"),
+                format!(r#"[{{"targets": ["{sub}:1"]}}]"#),
+            )
+            .expect("write");
+        }
+        let s = scan(&[format!("{root}/*/t.Json")]);
+        let addresses: Vec<_> = s
+            .files
+            .iter()
+            .map(|(p, c)| {
+                let c = c.as_ref().unwrap_or_else(|e| panic!("{p}: {e}"));
+                c.targets[0].get("__address__").unwrap_or("").to_string()
+            })
+            .collect();
+        assert_eq!(addresses, ["x:1", "y:1"]);
+    }
+
+    #[test]
+    fn files_over_the_limit_are_read_errors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.json");
+        let path = path.to_str().expect("utf-8");
+        std::fs::write(path, "[]").expect("write");
+        assert!(read_limited(path, 2).is_ok(), "exactly the limit is read");
+        let e = read_limited(path, 1).expect_err("over the limit");
+        assert_eq!(e, "file exceeds 1 bytes");
+        assert!(read(path).is_ok());
     }
 }

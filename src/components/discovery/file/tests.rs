@@ -150,3 +150,51 @@ async fn wait_for(cond: impl Fn() -> bool) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Records each event's message at INFO and above.
+#[derive(Clone, Default)]
+struct Messages(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Messages {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Message<'a>(&'a mut String);
+        impl tracing::field::Visit for Message<'_> {
+            fn record_debug(&mut self, field: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    *self.0 = format!("{v:?}");
+                }
+            }
+        }
+        if *event.metadata().level() <= tracing::Level::INFO {
+            let mut m = String::new();
+            event.record(&mut Message(&mut m));
+            crate::sync::lock(&self.0).push(m);
+        }
+    }
+}
+
+#[test]
+fn a_failing_file_that_is_deleted_says_its_failure_ended() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let messages = Messages::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(messages.clone()));
+    let f = Fixture::new(&[("ok.json", "[]"), ("bad.json", "[")], &["*.json"]);
+    assert!(f.component.health().is_some(), "bad.json fails");
+    std::fs::remove_file(f.dir.path().join("bad.json")).expect("rm");
+    let patterns = vec![f.path("*.json")];
+    {
+        let mut st = f.component.state();
+        f.component.apply(&mut st, scan::scan(&patterns));
+    }
+    assert!(f.component.health().is_none());
+    let got = crate::sync::lock(&messages.0).clone();
+    assert_eq!(
+        got,
+        [
+            "cannot read a discovery file; keeping its last good targets",
+            "failing discovery file is gone; its failure ends"
+        ],
+        "{got:?}"
+    );
+}

@@ -192,3 +192,74 @@ fn label_names_are_sanitised() {
         assert_eq!(sanitize(input), want);
     }
 }
+
+/// Go's encoding/json leaves a field at its zero value for `null`, and Prometheus counts a
+/// `null` network entry as a network (`len(networks) == 0` decides whether to borrow another
+/// container's). Each row: containers, then the addresses expected.
+#[test]
+fn nulls_are_read_as_go_reads_them() {
+    let net =
+        r#""NetworkSettings": {"Networks": {"n": {"NetworkID": "n1", "IPAddress": "10.0.0.1"}}}"#;
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        (
+            "null names: skipped like no names",
+            format!(r#"[{{"Id": "a", "Names": null, "Ports": null, {net}}}]"#),
+            vec![],
+        ),
+        (
+            "null ports: the fallback port",
+            format!(r#"[{{"Id": "a", "Names": ["/a"], "Ports": null, {net}}}]"#),
+            vec!["10.0.0.1:80"],
+        ),
+        (
+            "null fields of a port, labels, host config and settings",
+            r#"[{"Id": "a", "Names": ["/a"], "Labels": null, "HostConfig": null,
+                "Ports": [{"IP": null, "PrivatePort": 9, "PublicPort": null, "Type": "tcp"}],
+                "NetworkSettings": {"Networks": {"n": {"NetworkID": null, "IPAddress": "10.0.0.2"}}}},
+               {"Id": "b", "Names": ["/b"], "NetworkSettings": null}]"#
+                .to_string(),
+            vec!["10.0.0.2:9"],
+        ),
+        (
+            "only a null network: no targets, and the shared container's are not borrowed",
+            format!(
+                r#"[{{"Id": "a", "Names": ["/a"], "HostConfig": {{"NetworkMode": "container:b"}},
+                     "NetworkSettings": {{"Networks": {{"x": null}}}}}},
+                    {{"Id": "b", "Names": ["/b"], {net}}}]"#
+            ),
+            vec!["10.0.0.1:80"],
+        ),
+        (
+            "the chain stops at a container whose only network is null",
+            format!(
+                r#"[{{"Id": "a", "Names": ["/a"], "HostConfig": {{"NetworkMode": "container:b"}},
+                     "NetworkSettings": {{"Networks": {{}}}}}},
+                    {{"Id": "b", "Names": ["/b"], "HostConfig": {{"NetworkMode": "container:c"}},
+                     "NetworkSettings": {{"Networks": {{"x": null}}}}}},
+                    {{"Id": "c", "Names": ["/c"], {net}}}]"#
+            ),
+            vec!["10.0.0.1:80"],
+        ),
+        (
+            "match_first_network skips null entries",
+            r#"[{"Id": "a", "Names": ["/a"], "NetworkSettings": {"Networks": {"a": null,
+                "b": {"IPAddress": "10.0.0.3"}, "c": {"IPAddress": "10.0.0.4"}}}}]"#
+                .to_string(),
+            vec!["10.0.0.3:80"],
+        ),
+    ];
+    let opts = Options {
+        port: 80,
+        host_networking_host: "localhost".into(),
+        match_first_network: true,
+    };
+    for (name, json, want) in cases {
+        let containers: Vec<Container> =
+            serde_json::from_str(&json).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let got: Vec<String> = targets(&containers, &[], &opts)
+            .iter()
+            .map(|t| t.get("__address__").unwrap_or("").to_string())
+            .collect();
+        assert_eq!(got, want, "{name}");
+    }
+}
