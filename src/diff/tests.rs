@@ -44,6 +44,24 @@ impl Diffable for B {
     }
 }
 
+/// The report on windows of 1 s parts of one instance, each window the parts' samples together.
+fn diff_parts(before: Vec<Window>, after: Vec<Window>) -> Report {
+    let whole = |parts: &[Window]| {
+        let profiles: Vec<Profile> = parts.iter().map(|w| w.profile.clone()).collect();
+        let mut p = crate::pprof::merge(&profiles).expect("merge");
+        p.duration_nanos = parts.len() as i64 * 1_000_000_000;
+        window(p, parts.len() as f64, 1)
+    };
+    diff_with_parts(
+        &whole(&before),
+        &whole(&after),
+        &Parts { before, after },
+        &StatsOptions::default(),
+        &Options::default(),
+    )
+    .expect("diff")
+}
+
 fn run(before: Window, after: Window) -> Report {
     diff(&before, &after, &Options::default()).expect("diff")
 }
@@ -651,20 +669,7 @@ fn a_leaf_is_one_test_in_the_family() {
         let before = side(&[(100, 50), (104, 52), (98, 49), (101, 51), (97, 48)]);
         // beta +2 ms/s in every part: a p-value well inside (0, 1) after the correction.
         let after = side(&[(200, 52), (205, 54), (196, 51), (202, 53), (199, 50)]);
-        let whole = |parts: &[Window]| {
-            let profiles: Vec<Profile> = parts.iter().map(|w| w.profile.clone()).collect();
-            let mut p = crate::pprof::merge(&profiles).expect("merge");
-            p.duration_nanos = 5_000_000_000;
-            window(p, 5.0, 1)
-        };
-        diff_with_parts(
-            &whole(&before),
-            &whole(&after),
-            &Parts { before, after },
-            &StatsOptions::default(),
-            &Options::default(),
-        )
-        .expect("diff")
+        diff_parts(before, after)
     };
     let beta_p = |r: &Report| {
         r.row("main.beta")

@@ -199,21 +199,7 @@ fn report_with_parts() -> Report {
         .iter()
         .map(|&(a, b)| part(a * 1_000_000, b * 1_000_000))
         .collect();
-    // The whole windows: the parts' samples together, 5 s each.
-    let whole = |parts: &[Window]| {
-        let profiles: Vec<Profile> = parts.iter().map(|w| w.profile.clone()).collect();
-        let mut p = crate::pprof::merge(&profiles).expect("merge");
-        p.duration_nanos = 5_000_000_000;
-        window(p, 5.0, 1)
-    };
-    diff_with_parts(
-        &whole(&before),
-        &whole(&after),
-        &Parts { before, after },
-        &StatsOptions::default(),
-        &Options::default(),
-    )
-    .expect("diff")
+    diff_parts(before, after)
 }
 
 #[test]

@@ -111,6 +111,7 @@ mod tests {
             kernel: vec![],
             regs: None,
             stack: vec![0; stack],
+            python: Default::default(),
         }
     }
 
