@@ -315,6 +315,7 @@ impl Runner {
         self.sampler = None;
         self.bpf_stats = None;
         self.offcpu = OffCpu::off();
+        lock(&self.shared.status).off_cpu = None;
         self.followed.clear();
         self.metrics.sessions.inc();
         let caps = Caps::current();
@@ -337,7 +338,7 @@ impl Runner {
                     self.bpf_stats = Some(Box::new(move || lock(&stats).stats()));
                     self.sampler = Some(Box::new(SharedBpf(s)));
                     self.set_mode(Mode::Bpf);
-                    self.start_offcpu(true);
+                    self.offcpu = OffCpu::start(&self.args, true, stack_bytes(), &self.metrics);
                     self.refresh_filter();
                     return;
                 }
@@ -374,19 +375,8 @@ impl Runner {
         tracing::warn!(%reason, "pyroscope.ebpf uses the perf_event_open fallback");
         self.sampler = Some(Box::new(PerfSampler::new(self.args.sample_rate, kernel)));
         self.set_mode(Mode::Perf { reason });
-        self.start_offcpu(false);
+        self.offcpu = OffCpu::start(&self.args, false, stack_bytes(), &self.metrics);
         self.refresh_filter();
-    }
-
-    /// Starts off-CPU profiling when asked for (it needs BPF; a failure is reported).
-    fn start_offcpu(&mut self, bpf_mode: bool) {
-        self.offcpu = OffCpu::start(
-            &self.args,
-            bpf_mode,
-            stack_bytes(),
-            &self.metrics.offcpu_failures,
-        );
-        lock(&self.shared.status).off_cpu = self.offcpu.status();
     }
 
     fn apply(&mut self, args: Arguments) {
@@ -440,11 +430,8 @@ impl Runner {
             return;
         };
         let result = if self.targets.profiles_everything() {
-            let r = sampler.set_filter(None);
-            if let Err(e) = self.offcpu.set_filter(None) {
-                tracing::warn!(error = %e, "pyroscope.ebpf: off-CPU filter");
-            }
-            r
+            self.offcpu.set_filter(None, &self.metrics);
+            sampler.set_filter(None)
         } else {
             let mut pids: HashSet<u32> = self.targets.pids().collect();
             if self.targets.has_containers() {
@@ -459,9 +446,7 @@ impl Runner {
                 }
             }
             let r = sampler.set_filter(Some(&pids));
-            if let Err(e) = self.offcpu.set_filter(Some(&pids)) {
-                tracing::warn!(error = %e, "pyroscope.ebpf: off-CPU filter");
-            }
+            self.offcpu.set_filter(Some(&pids), &self.metrics);
             self.followed = pids;
             r
         };
@@ -473,10 +458,14 @@ impl Runner {
             status.mode = Mode::Failed {
                 error: e.to_string(),
             };
+            self.offcpu.fail(&e.to_string());
+            status.off_cpu = self.offcpu.status();
             drop(status);
             self.metrics.sessions_failing.inc();
             self.sampler = None;
+            return;
         }
+        status.off_cpu = self.offcpu.status();
     }
 
     fn drain(&mut self) {
@@ -493,8 +482,10 @@ impl Runner {
                 unmatched += 1;
             }
         }
-        for (s, off_ns) in self.offcpu.drain(&self.metrics.offcpu_lost) {
-            self.add(s, Some(off_ns));
+        for (s, off_ns) in self.offcpu.drain(&self.metrics) {
+            if !self.add(s, Some(off_ns)) {
+                self.offcpu.filtered(1, &self.metrics);
+            }
         }
         let bpf = self.bpf_stats.as_ref().map(|f| f());
         if let Some(stats) = bpf
@@ -538,7 +529,7 @@ impl Runner {
         let mut unwound = Vec::new();
         let complete = s.regs.is_some().then(|| {
             let end = self.unwinder.unwind(s.pid, s.regs, &s.stack, &mut unwound);
-            self.metrics.unwound(end);
+            self.metrics.unwound(end, off_ns.is_some());
             if end != End::Root {
                 unwound.push(TRUNCATED_ADDR);
             }
@@ -587,14 +578,11 @@ impl Runner {
             pid_label: self.args.pid_label,
             off_cpu: false,
         };
-        let off_interval = std::mem::replace(&mut self.offcpu.interval, Interval::new(ended));
-        let off_shape = Shape {
-            off_cpu: true,
-            ..shape
-        };
+        let (off_interval, off_shape) = self.offcpu.take_interval(ended, shape);
         self.keep_sample_targets();
         let mut batch = Vec::new();
-        let mut dropped = 0u64;
+        // Samples of profiles no target takes: CPU ones, off-CPU ones (counted apart).
+        let mut dropped = [0u64; 2];
         // Waiting profiles first: they are the older ones.
         for d in std::mem::take(&mut self.books.deferred) {
             match self.attribute(d.pid, Some(d.since), why) {
@@ -602,7 +590,7 @@ impl Runner {
                     batch.push(self.profile(&t, d.pid, d.raw, d.samples, d.ended, d.off_cpu));
                 }
                 Attribution::Defer => self.books.deferred.push(d),
-                Attribution::Drop => dropped += d.samples,
+                Attribution::Drop => dropped[usize::from(d.off_cpu)] += d.samples,
             }
         }
         let cpu = interval
@@ -624,7 +612,7 @@ impl Runner {
                     since: Instant::now(),
                     off_cpu,
                 }),
-                Attribution::Drop => dropped += p.samples,
+                Attribution::Drop => dropped[usize::from(off_cpu)] += p.samples,
             }
         }
         let sent = batch.len() as u64;
@@ -632,7 +620,8 @@ impl Runner {
             self.out.append(batch);
         }
         self.books.sample_targets.clear();
-        self.count_filtered(dropped);
+        self.count_filtered(dropped[0]);
+        self.offcpu.filtered(dropped[1], &self.metrics);
         if whole {
             self.judge(samples, &frames);
         }
@@ -641,7 +630,7 @@ impl Runner {
         let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
         self.symbolizer.retain_pids(&alive);
         self.unwinder.retain_pids(&alive);
-        self.offcpu.retain_pids(&alive);
+        self.offcpu.retain_threads();
         self.containers.retain(|&pid, _| alive(pid));
         self.pid_targets.clear();
         let mut status = lock(&self.shared.status);
@@ -650,6 +639,7 @@ impl Runner {
         status.symbolizer = serde_json::to_value(self.symbolizer.stats()).ok();
         status.unwinder = serde_json::to_value(self.unwinder.stats()).ok();
         status.findings.deferred_profiles = self.books.deferred.len();
+        status.off_cpu = self.offcpu.status();
     }
 
     /// Who process `pid`'s profile belongs to; `waiting_since` is set for a profile that
