@@ -252,8 +252,8 @@ async fn run(setting: Setting) -> Option<Run> {
     // Every block ended before the totals were printed. A collection made after this moment
     // (its `last_collect` differs from the one read now) drained the ring after it too; then
     // every profile the session counted must reach the receiver. Polled, with a hang guard.
-    let before = scraper.component("pyroscope.ebpf.blocky").await["debugInfo"]["last_collect"]
-        .clone();
+    let before =
+        scraper.component("pyroscope.ebpf.blocky").await["debugInfo"]["last_collect"].clone();
     let deadline = Instant::now() + COLLECT * 10 + Duration::from_secs(30);
     let info = loop {
         let info = scraper.component("pyroscope.ebpf.blocky").await;

@@ -324,6 +324,11 @@ mod tests {
         failed.fail("bad filter");
         let status = failed.status().expect("status");
         assert_eq!((status.state, status.probability), ("failed", 0.5));
-        assert!(status.error.as_deref().is_some_and(|e| e.contains("bad filter")));
+        assert!(
+            status
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("bad filter"))
+        );
     }
 }
