@@ -331,4 +331,40 @@ mod tests {
                 .is_some_and(|e| e.contains("bad filter"))
         );
     }
+
+    /// The target map holds 16,384 processes: one more fails the update, which the status
+    /// (and so the health) and the counter show until an update succeeds again.
+    #[test]
+    fn a_failed_filter_update_is_reported_until_one_succeeds_as_root() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: loading the off-CPU program needs root");
+            return;
+        }
+        let mut args: Arguments =
+            crate::syntax::decode::decode_source("forward_to = []\noff_cpu_threshold = 0.5")
+                .expect("valid");
+        args.targets_only = true;
+        let registry = crate::runtime::metrics::MetricsRegistry::new();
+        let metrics = super::super::metrics::EbpfMetrics::get(&registry).component("x");
+        let mut off = OffCpu::start(&args, true, 0, &metrics);
+        let status = off.status().expect("status");
+        assert_eq!((status.state, status.error), ("running", None));
+        let too_many: HashSet<u32> = (1..=16_385).collect();
+        off.set_filter(Some(&too_many), &metrics);
+        off.set_filter(Some(&too_many), &metrics);
+        let status = off.status().expect("status");
+        assert_eq!(status.state, "running");
+        assert!(
+            status
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("updating the processes to follow")),
+            "{status:?}"
+        );
+        assert_eq!(metrics.offcpu_filter_errors.get(), 2);
+        off.set_filter(Some(&HashSet::from([1])), &metrics);
+        assert_eq!(off.status().expect("status").error, None);
+        assert_eq!(metrics.offcpu_filter_errors.get(), 2);
+    }
 }
