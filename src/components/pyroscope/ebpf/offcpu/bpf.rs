@@ -424,6 +424,64 @@ mod tests {
         assert!(parse_record(&e).is_none(), "unknown kind");
     }
 
+    /// A thread that blocks a few times and exits: every chosen switch-out of it is followed
+    /// by its END (or DROP), and its last one, in do_task_dead, is never chosen (it has no
+    /// switch-in: its STACK record would wait for a reuse of the thread id).
+    #[test]
+    fn an_exiting_thread_leaves_no_stack_without_an_end_as_root() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: loading the off-CPU program needs root");
+            return;
+        }
+        let mut sampler = OffCpuSampler::load(Options {
+            filter: true,
+            kernel_frames: false,
+            stack_bytes: 0,
+            probability: 1.0,
+            min_block_ns: 0,
+        })
+        .expect("load the off-CPU program");
+        sampler
+            .set_filter(Some(&HashSet::from([std::process::id()])))
+            .expect("follow this process");
+        let worker = std::thread::spawn(|| {
+            for _ in 0..3 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            // SAFETY: gettid has no preconditions and cannot fail.
+            unsafe { libc::gettid() as u32 }
+        });
+        let tid = worker.join().expect("worker");
+        // The exited thread's last switch-out has happened once join returned; a pause lets
+        // its records reach the ring.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut stacks = Vec::new();
+        let mut ends = Vec::new();
+        sampler.drain(&mut |r| match r {
+            Record::Stack {
+                switched_out,
+                sample,
+            } if sample.tid == tid => stacks.push(switched_out),
+            Record::End {
+                tid: t,
+                switched_out,
+                ..
+            }
+            | Record::Drop {
+                tid: t,
+                switched_out,
+            } if t == tid => ends.push(switched_out),
+            _ => {}
+        });
+        assert!(
+            stacks.len() >= 3,
+            "the worker's sleeps were chosen: {stacks:?}"
+        );
+        assert_eq!(stacks, ends, "every chosen switch-out of the worker ended");
+        assert!(sampler.stats().exiting >= 1, "{:?}", sampler.stats());
+    }
+
     #[test]
     fn thresholds_are_alloys_probability_times_u32_max() {
         assert_eq!(threshold(1.0), u32::MAX);
