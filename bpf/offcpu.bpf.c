@@ -11,9 +11,13 @@
  *   written to the ring as a STACK record with the switch-out time, which is also kept per
  *   thread.
  * - switch-in: when the chosen thread is the one taking a CPU, the time it was off CPU is
- *   known; a block shorter than min_block_ns (our own argument, off_cpu_min_block) is dropped
- *   here, a longer one writes a small END record. User space pairs END with its STACK and
- *   drops the STACK records no END follows.
+ *   known; it writes a small END record, with the time for a block of at least min_block_ns
+ *   (our own argument, off_cpu_min_block) and as a DROP for a shorter one, so that user space
+ *   frees the waiting STACK record at once either way (short blocks are the common case and
+ *   would otherwise fill its bounded waiting set and push the long blocks out).
+ * - an exiting thread (PF_EXITING) is never chosen: its last switch-out (in do_task_dead) has
+ *   no switch-in, and its entry would wait until the thread id is reused and then report the
+ *   whole time in between as one bogus block.
  *
  * Why the stacks are taken at switch-out rather than at switch-in (as the OpenTelemetry
  * profiler does, with a kprobe on finish_task_switch): a thread's user stack can only be read
@@ -50,6 +54,8 @@ struct task_struct___offcpu {
 
 #define KIND_STACK 1
 #define KIND_END 2
+#define KIND_DROP 3 /* a struct end for a chosen block shorter than min_block_ns */
+#define PF_EXITING 0x00000004
 
 /* Mirrors the record layouts in src/components/pyroscope/ebpf/offcpu/bpf.rs. */
 struct record {
@@ -72,10 +78,10 @@ struct record {
 };
 
 struct end {
-	u32 kind; /* KIND_END */
+	u32 kind; /* KIND_END or KIND_DROP */
 	u32 tid;
 	u64 switched_out; /* pairs it with its STACK record */
-	u64 off_ns; /* nanoseconds off CPU */
+	u64 off_ns; /* nanoseconds off CPU (0 in a DROP) */
 };
 
 #define RECORD_REGS 1
@@ -85,11 +91,12 @@ enum stat {
 	STAT_BLOCKS = 0, /* END records written: blocks reported */
 	STAT_SWITCHES = 1, /* switch-outs of followed threads (before the probability) */
 	STAT_CHOSEN = 2, /* switch-outs chosen: STACK records written */
-	STAT_SHORT = 3, /* chosen blocks shorter than min_block_ns */
+	STAT_SHORT = 3, /* chosen blocks shorter than min_block_ns (DROP records) */
 	STAT_RING_FULL = 4, /* records lost: the ring was full */
 	STAT_STACK_FAULT = 5, /* user stack copies that stopped early on an unreadable page */
 	STAT_TIMES_FULL = 6, /* switch-out times not stored (map update failed) */
-	STAT_COUNT = 7,
+	STAT_EXITING = 7, /* switch-outs of exiting threads, never chosen */
+	STAT_COUNT = 8,
 };
 
 struct {
@@ -113,8 +120,13 @@ struct {
 	__type(value, u8);
 } targets SEC(".maps");
 
-/* Thread id -> ktime at its chosen switch-out. LRU: a thread that exits while off CPU never
- * deletes its entry, and the oldest such entries make room. */
+/* Thread id -> ktime at its chosen switch-out. An entry lives from a chosen switch-out to the
+ * thread's next switch-in, so it holds at most one entry per thread off CPU after a chosen
+ * switch-out: 32768 is the kernel's default pid_max, more than the threads of any target set
+ * this is meant for. LRU rather than a plain hash as a safety net (a thread killed off CPU
+ * without running again would leak an entry): when full, the least recently used entries go
+ * silently and their blocks are never reported (their STACK records wait in user space until
+ * the thread is gone, see pair.rs). Exiting threads are never chosen (see above). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 32768);
@@ -157,6 +169,15 @@ static __always_inline void switch_out(void *ctx)
 	if (filter_targets && !bpf_map_lookup_elem(&targets, &tgid))
 		return;
 	count(STAT_SWITCHES);
+
+	/* Read before the draw: an exiting thread must never be chosen. */
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	unsigned int flags = 0;
+	bpf_probe_read_kernel(&flags, sizeof(flags), &task->flags);
+	if (flags & PF_EXITING) {
+		count(STAT_EXITING);
+		return;
+	}
 	if (bpf_get_prandom_u32() > threshold)
 		return;
 
@@ -176,10 +197,6 @@ static __always_inline void switch_out(void *ctx)
 	r->bp = 0;
 	r->switched_out = now;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
-
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	unsigned int flags = 0;
-	bpf_probe_read_kernel(&flags, sizeof(flags), &task->flags);
 
 	long n;
 	r->user_len = 0;
@@ -225,7 +242,8 @@ static __always_inline void switch_out(void *ctx)
 	count(STAT_CHOSEN);
 }
 
-/* Thread `tid` takes the CPU: if its switch-out was chosen, report a long enough block. */
+/* Thread `tid` takes the CPU: if its switch-out was chosen, report the block (a DROP when it
+ * was short). */
 static __always_inline void switch_in(u32 tid)
 {
 	if (tid == 0)
@@ -236,19 +254,18 @@ static __always_inline void switch_in(u32 tid)
 	u64 start = *since;
 	bpf_map_delete_elem(&switched_out, &tid);
 	u64 now = bpf_ktime_get_ns();
-	if (now <= start)
-		return;
-	u64 off = now - start;
-	if (off < min_block_ns) {
-		count(STAT_SHORT);
-		return;
-	}
+	u64 off = now > start ? now - start : 0;
 	struct end e = { .kind = KIND_END, .tid = tid, .switched_out = start, .off_ns = off };
+	int short_block = off < min_block_ns;
+	if (short_block) {
+		e.kind = KIND_DROP;
+		e.off_ns = 0;
+	}
 	if (bpf_ringbuf_output(&records, &e, sizeof(e), BPF_RB_NO_WAKEUP)) {
 		count(STAT_RING_FULL);
 		return;
 	}
-	count(STAT_BLOCKS);
+	count(short_block ? STAT_SHORT : STAT_BLOCKS);
 }
 
 /* TP_PROTO(bool preempt, struct task_struct *prev, struct task_struct *next, ...): the

@@ -8,9 +8,16 @@
 //! upper bound of what may be reported. Without the minimum all of their time is reported
 //! (most of it in sleeps well under 5 ms), which fails.
 //!
+//! A second run at `off_cpu_threshold = 0.5` and `off_cpu_min_block = "0s"` checks the
+//! sampling: the fraction of switch-outs the program chose (its own counters) is near 1/2,
+//! the 1/p-scaled `block_long` time is within a wide statistical bound of the time slept, and
+//! the `process_cpu` profiles hold (almost) nothing of `block_long` (off-CPU samples must not
+//! leak into the CPU ones).
+//!
 //! The programs start blocking only when the off-CPU sampler is attached (they wait for a
-//! line on stdin), and report their totals before the last interval is collected, so the
-//! profiles cover every block the programs measured.
+//! line on stdin), and report their totals when done; the test then waits until a collection
+//! after that moment has been made and every profile it counted has reached the receiver, so
+//! the profiles cover every block the programs measured.
 //!
 //! Without root the test prints why and passes, unless `SCRAPER_REQUIRE_BPF=1`; without `go`
 //! likewise unless `SCRAPER_REQUIRE_GO=1`.
@@ -95,7 +102,14 @@ fn build_c(dir: &Path) -> PathBuf {
     compile("gcc", &["-O2"], "tests/ebpf/offcpu/block.c", dir, "block_c")
 }
 
-fn config(addr: &str, url: &str, fixtures: &[(&str, u32)]) -> String {
+/// `off_cpu_threshold` and `off_cpu_min_block` of one run.
+#[derive(Clone, Copy)]
+struct Setting {
+    threshold: &'static str,
+    min_block: &'static str,
+}
+
+fn config(addr: &str, url: &str, fixtures: &[(&str, u32)], setting: Setting) -> String {
     let targets: Vec<String> = fixtures
         .iter()
         .map(|(name, pid)| {
@@ -108,8 +122,8 @@ pyroscope.ebpf "blocky" {{
   targets           = [{targets}]
   forward_to        = [pyroscope.write.out.receiver]
   collect_interval  = "{collect}s"
-  off_cpu_threshold = 1
-  off_cpu_min_block = "5ms"
+  off_cpu_threshold = {threshold}
+  off_cpu_min_block = "{min_block}"
 }}
 
 pyroscope.write "out" {{
@@ -121,6 +135,8 @@ pyroscope.write "out" {{
 "#,
         targets = targets.join(", "),
         collect = COLLECT.as_secs(),
+        threshold = setting.threshold,
+        min_block = setting.min_block,
     )
 }
 
@@ -148,8 +164,8 @@ fn is(name: &str, func: &str) -> bool {
     name == func || name.ends_with(&format!(".{func}"))
 }
 
-/// Off-CPU nanoseconds of the stacks through `func`; with `kernel`, only those that also
-/// pass through that kernel function.
+/// Nanoseconds (off-CPU, or CPU in a `process_cpu` profile) of the stacks through `func`;
+/// with `kernel`, only those that also pass through that kernel function.
 fn off_cpu_in(profiles: &[&Received], func: &str, kernel: Option<&str>) -> i64 {
     let mut total = 0;
     for r in profiles {
@@ -177,10 +193,21 @@ fn stacks_with(profiles: &[&Received], func: &str) -> String {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn offcpu_profiles_hold_the_time_blocked_and_not_the_short_blocks() {
+/// One run: the fixtures' own accounts and what the scraper sent.
+struct Run {
+    fixtures: Vec<Fixture>,
+    slept: Vec<Slept>,
+    received: Vec<Received>,
+    info: serde_json::Value,
+    scraper: Scraper,
+    /// Kept until the end: the receiver must outlive the scraper.
+    _receiver: PyroscopeReceiver,
+}
+
+/// Runs the fixtures under a scraper with `setting`; `None` when a tool is missing (skipped).
+async fn run(setting: Setting) -> Option<Run> {
     if !need_root("loading BPF") || !need_compiler("gcc") {
-        return;
+        return None;
     }
     let go = have_go();
     let dir = open_dir();
@@ -192,7 +219,7 @@ async fn offcpu_profiles_hold_the_time_blocked_and_not_the_short_blocks() {
     let receiver = PyroscopeReceiver::start().await;
     let url = receiver.url();
     let pids: Vec<(&str, u32)> = fixtures.iter().map(|f| (f.name, f.proc.pid())).collect();
-    let scraper = Scraper::start(|addr| config(addr, &url, &pids)).await;
+    let scraper = Scraper::start(|addr| config(addr, &url, &pids, setting)).await;
 
     // Hang guard only: the sampler attaches within a second or two.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -222,23 +249,71 @@ async fn offcpu_profiles_hold_the_time_blocked_and_not_the_short_blocks() {
         slept.push(parse(&line));
     }
     let window = started.elapsed();
-    // Every block ended before the totals were printed: two drains and one whole interval
-    // later they are all in sent profiles.
-    tokio::time::sleep(COLLECT * 2 + Duration::from_secs(1)).await;
-    let info = scraper.component("pyroscope.ebpf.blocky").await;
+    // Every block ended before the totals were printed. A collection made after this moment
+    // (its `last_collect` differs from the one read now) drained the ring after it too; then
+    // every profile the session counted must reach the receiver. Polled, with a hang guard.
+    let before =
+        scraper.component("pyroscope.ebpf.blocky").await["debugInfo"]["last_collect"].clone();
+    let deadline = Instant::now() + COLLECT * 10 + Duration::from_secs(30);
+    let info = loop {
+        let info = scraper.component("pyroscope.ebpf.blocky").await;
+        let status = &info["debugInfo"];
+        let sent = status["profiles_total"].as_u64().unwrap_or(0) as usize;
+        if status["last_collect"] != before && receiver.received().len() >= sent {
+            break info;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no collection after the fixtures finished, or its profiles never arrived: {} of {sent} received\n{info:#}\n{}",
+            receiver.received().len(),
+            scraper.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let received = receiver.received();
     eprintln!(
         "window {window:?}; off_cpu {:#}",
         info["debugInfo"]["off_cpu"]
     );
+    Some(Run {
+        fixtures,
+        slept,
+        received,
+        info,
+        scraper,
+        _receiver: receiver,
+    })
+}
 
+/// The function names of the blocking functions in fixture `name`.
+fn funcs(name: &str) -> (&'static str, &'static str) {
+    if name == "block_go" {
+        ("blockLong", "blockShort")
+    } else {
+        ("block_long", "block_short")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offcpu_profiles_hold_the_time_blocked_and_not_the_short_blocks() {
+    let setting = Setting {
+        threshold: "1",
+        min_block: "5ms",
+    };
+    let Some(Run {
+        fixtures,
+        slept,
+        received,
+        info,
+        scraper,
+        _receiver,
+    }) = run(setting).await
+    else {
+        return;
+    };
     let mut failures = Vec::new();
     for (f, slept) in fixtures.iter().zip(&slept) {
-        let (long, short) = if f.name == "block_go" {
-            ("blockLong", "blockShort")
-        } else {
-            ("block_long", "block_short")
-        };
+        let (long, short) = funcs(f.name);
         let mine = offcpu_profiles(&received, f.name);
         if mine.is_empty() {
             failures.push(format!(
@@ -281,6 +356,92 @@ async fn offcpu_profiles_hold_the_time_blocked_and_not_the_short_blocks() {
                 slept.short_over_ns,
                 slept.short_ns,
                 stacks_with(&mine, short)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n{info:#}\n{}",
+        failures.join("\n"),
+        scraper.logs()
+    );
+    drop(scraper);
+}
+
+/// The CPU profiles of `service`.
+fn cpu_profiles<'a>(received: &'a [Received], service: &str) -> Vec<&'a Received> {
+    received
+        .iter()
+        .filter(|r| {
+            r.label("service_name") == Some(service) && r.label("__name__") == Some("process_cpu")
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_the_switch_outs_are_chosen_and_scaled_back_to_the_time_blocked() {
+    let setting = Setting {
+        threshold: "0.5",
+        min_block: "0s",
+    };
+    let Some(Run {
+        fixtures,
+        slept,
+        received,
+        info,
+        scraper,
+        _receiver,
+    }) = run(setting).await
+    else {
+        return;
+    };
+    let mut failures = Vec::new();
+    // The program's own counters: switch-outs of followed threads, and those chosen. With
+    // thousands of switch-outs the chosen fraction's standard deviation is under 1 %: 0.4 to
+    // 0.6 is a bound no correct run misses.
+    let bpf = &info["debugInfo"]["off_cpu"]["bpf"];
+    let switches = bpf["switches"].as_u64().unwrap_or(0);
+    let chosen = bpf["chosen"].as_u64().unwrap_or(0);
+    let fraction = chosen as f64 / switches.max(1) as f64;
+    eprintln!("chosen {chosen} of {switches} switch-outs ({fraction:.3})");
+    if switches < 1000 || !(0.4..=0.6).contains(&fraction) {
+        failures.push(format!(
+            "chosen {chosen} of {switches} switch-outs ({fraction:.3}), want about 0.5"
+        ));
+    }
+    for (f, slept) in fixtures.iter().zip(&slept) {
+        let (long, _) = funcs(f.name);
+        let mine = offcpu_profiles(&received, f.name);
+        // 100 sleeps of 50 ms, each chosen with probability 1/2: the number chosen has a
+        // standard deviation of 5 (10 % of the expected 50), so the scaled total lies within
+        // 50 % of the time slept in all but one run in a million.
+        let long_off = off_cpu_in(&mine, long, None);
+        let ratio = long_off as f64 / slept.long_ns as f64;
+        // CPU time in block_long: it sleeps nearly all the time, so a sample or two of its way
+        // in and out of nanosleep at most. Its 100 sleeps counted as CPU samples (one period,
+        // ~10 ms, each) would be 1 s, 20 % of the time slept: 5 % separates the two.
+        let cpu = cpu_profiles(&received, f.name);
+        let cpu_long = off_cpu_in(&cpu, long, None);
+        eprintln!(
+            "{}: {long} off-CPU {long_off} ns (scaled) vs {} ns slept ({:.1}%); {cpu_long} ns CPU in it",
+            f.name,
+            slept.long_ns,
+            ratio * 100.0
+        );
+        if !(0.5..=1.5).contains(&ratio) {
+            failures.push(format!(
+                "{}: {long} has {long_off} ns off CPU scaled by 2, the program slept {} ns there ({:.1}%)\nstacks:\n{}",
+                f.name,
+                slept.long_ns,
+                ratio * 100.0,
+                stacks_with(&mine, long)
+            ));
+        }
+        if cpu_long > slept.long_ns / 20 {
+            failures.push(format!(
+                "{}: the process_cpu profiles have {cpu_long} ns in {long}, which only sleeps: off-CPU samples leaked into them\nstacks:\n{}",
+                f.name,
+                stacks_with(&cpu, long)
             ));
         }
     }

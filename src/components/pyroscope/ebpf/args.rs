@@ -7,7 +7,7 @@
 //! | `sample_rate` | as Alloy, but the default is 97 Hz (Alloy: 19): our sampler is cheap enough (spec ebpf-notes §8), and 19 Hz gives too few samples per 15 s interval for a useful per-process profile |
 //! | `demangle`, `kernel_frames`, `comm`, `pid_label` | as Alloy |
 //! | `off_cpu_threshold` | as Alloy: the probability (0 to 1) that a thread's switch-out is timed; > 0 adds one `offcpu` profile per process (`offcpu`/`nanoseconds`, values scaled by 1 / probability to estimate the real time; Alloy sends the sampled time unscaled; docs/EBPF.md, "Off-CPU"). Needs the BPF sampler |
-//! | `off_cpu_min_block` | **ours**, not Alloy's: blocks shorter than this duration are not reported (default `1ms`; `0s` reports every block). Only used when `off_cpu_threshold > 0` |
+//! | `off_cpu_min_block` | **ours**, not Alloy's: blocks shorter than this duration are not reported (default `0s`: every chosen block is reported, as Alloy does; `1ms` leaves out preemptions and short waits). Only used when `off_cpu_threshold > 0` |
 //! | `python_enabled` | default true: CPython 3.11, 3.12 and 3.13 frames are walked at sample time (BPF sampler only) and spliced into the native stack where the interpreter runs them; other versions are reported (docs/EBPF.md, "Python") |
 //! | `perl_enabled`, `php_enabled`, `hotspot_enabled`, `ruby_enabled`, `v8_enabled`, `dotnet_enabled` | accepted; interpreter unwinding is not supported, so interpreted frames show as the interpreter's native frames |
 //! | `go_enabled` | accepted; Go is always symbolized (from `.gopclntab`, stripped binaries included) |
@@ -95,10 +95,9 @@ impl Arguments {
 /// Defaults of the Alloy arguments.
 pub const DEFAULT_SAMPLE_RATE: u64 = 97;
 const DEFAULT_COLLECT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(15);
-/// `off_cpu_min_block`'s default: blocks under a millisecond (preemption, short lock and
-/// I/O waits) are the bulk of all context switches and the least useful, and a thread can
-/// then report at most 1,000 blocks a second.
-pub const DEFAULT_OFF_CPU_MIN_BLOCK: std::time::Duration = std::time::Duration::from_millis(1);
+/// `off_cpu_min_block`'s default: every chosen block is reported, as Alloy (which has no such
+/// argument) does; `off_cpu_threshold` alone bounds the cost.
+pub const DEFAULT_OFF_CPU_MIN_BLOCK: std::time::Duration = std::time::Duration::ZERO;
 
 fn yes() -> bool {
     true
@@ -340,7 +339,7 @@ mod tests {
         assert_eq!(a.comm, Comm::None);
         assert!(a.targets.is_empty() && a.unsupported.is_empty());
         assert_eq!(a.off_cpu_threshold, 0.0);
-        assert_eq!(a.off_cpu_min_block, std::time::Duration::from_millis(1));
+        assert_eq!(a.off_cpu_min_block, std::time::Duration::ZERO);
     }
 
     #[test]

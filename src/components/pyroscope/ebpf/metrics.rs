@@ -16,6 +16,10 @@
 //! | `pyroscope_ebpf_offcpu_failures_total` | | off-CPU sampler starts that failed (`off_cpu_threshold > 0`; CPU profiling goes on) |
 //! | `pyroscope_ebpf_offcpu_lost_total` | | off-CPU records the kernel could not deliver (ring full) |
 //! | `pyroscope_ebpf_python_processes_total` | result | CPython processes examined for the Python frame walk: `walked` (registered with the BPF program), `failed` (a version without offsets, no `_PyRuntime`, the perf fallback...; the reason is in the debug info's problems and the log) |
+//! | `pyroscope_ebpf_offcpu_samples_filtered_total` | | off-CPU samples in no profile: their process matched no target (the CPU samples' `samples_filtered_total{reason="no_target"}`) |
+//! | `pyroscope_ebpf_offcpu_unwind_stacks_total` | result | as `unwind_stacks_total`, for the off-CPU samples' stacks (which that one does not count) |
+//! | `pyroscope_ebpf_offcpu_evicted_total` | | off-CPU stacks dropped before their block ended because too many chosen threads were blocked at once (their blocks go unreported; logged once as a warning) |
+//! | `pyroscope_ebpf_offcpu_filter_errors_total` | | failed updates of the off-CPU program's target map (the error is in the debug info and health, logged once) |
 //! | `pyroscope_ebpf_inaccessible_processes` | reason | at the last collection, processes the component should profile but cannot: `not_permitted` (no ptrace read access, so their files cannot be opened through /proc/<pid>/root: they cannot be symbolized, nor sampled by the perf fallback), `exited` (followed pids that no longer exist) |
 //!
 //! The first six are Alloy's (Alloy also has `pyroscope_ebpf_pprofs_dropped_total`, for
@@ -48,6 +52,10 @@ pub struct EbpfMetrics {
     offcpu_failures: Family<Labels, Counter>,
     offcpu_lost: Family<Labels, Counter>,
     python: Family<Labels, Counter>,
+    offcpu_filtered: Family<Labels, Counter>,
+    offcpu_unwind_stacks: Family<Labels, Counter>,
+    offcpu_evicted: Family<Labels, Counter>,
+    offcpu_filter_errors: Family<Labels, Counter>,
 }
 
 impl EbpfMetrics {
@@ -68,6 +76,10 @@ impl EbpfMetrics {
                 offcpu_failures: Family::default(),
                 offcpu_lost: Family::default(),
                 python: Family::default(),
+                offcpu_filtered: Family::default(),
+                offcpu_unwind_stacks: Family::default(),
+                offcpu_evicted: Family::default(),
+                offcpu_filter_errors: Family::default(),
             };
             r.register(
                 "pyroscope_ebpf_python_processes",
@@ -139,6 +151,26 @@ impl EbpfMetrics {
                 "Off-CPU records the kernel could not deliver because the ring was full",
                 m.offcpu_lost.clone(),
             );
+            r.register(
+                "pyroscope_ebpf_offcpu_samples_filtered",
+                "Off-CPU samples in no profile because their process matched no target",
+                m.offcpu_filtered.clone(),
+            );
+            r.register(
+                "pyroscope_ebpf_offcpu_unwind_stacks",
+                "Off-CPU user stacks unwound from stack copies, by how they ended",
+                m.offcpu_unwind_stacks.clone(),
+            );
+            r.register(
+                "pyroscope_ebpf_offcpu_evicted",
+                "Off-CPU stacks dropped before their block ended to stay within the waiting bound",
+                m.offcpu_evicted.clone(),
+            );
+            r.register(
+                "pyroscope_ebpf_offcpu_filter_errors",
+                "Failed updates of the off-CPU program's target map",
+                m.offcpu_filter_errors.clone(),
+            );
             m
         })
     }
@@ -175,12 +207,18 @@ impl EbpfMetrics {
             .get_or_create(&with("result", "unknown"))
             .clone();
         let mut unwind = Vec::with_capacity(Reason::ALL.len() + 1);
+        let mut offcpu_unwind = Vec::with_capacity(Reason::ALL.len() + 1);
         for result in std::iter::once("complete").chain(Reason::ALL.iter().map(|r| r.as_str())) {
             let counter = self
                 .unwind_stacks
                 .get_or_create(&with("result", result))
                 .clone();
             unwind.push((result, counter));
+            let counter = self
+                .offcpu_unwind_stacks
+                .get_or_create(&with("result", result))
+                .clone();
+            offcpu_unwind.push((result, counter));
         }
         let inaccessible_not_permitted = self
             .inaccessible
@@ -194,7 +232,14 @@ impl EbpfMetrics {
         let offcpu_lost = self.offcpu_lost.get_or_create(&base).clone();
         let python_walked = self.python.get_or_create(&with("result", "walked")).clone();
         let python_failed = self.python.get_or_create(&with("result", "failed")).clone();
+        let offcpu_filtered = self.offcpu_filtered.get_or_create(&base).clone();
+        let offcpu_evicted = self.offcpu_evicted.get_or_create(&base).clone();
+        let offcpu_filter_errors = self.offcpu_filter_errors.get_or_create(&base).clone();
         ComponentMetrics {
+            offcpu_filtered,
+            offcpu_evicted,
+            offcpu_filter_errors,
+            offcpu_unwind,
             offcpu_failures,
             offcpu_lost,
             python_walked,
@@ -235,18 +280,28 @@ pub struct ComponentMetrics {
     pub inaccessible_exited: Gauge,
     pub offcpu_failures: Counter,
     pub offcpu_lost: Counter,
+    pub offcpu_filtered: Counter,
+    pub offcpu_evicted: Counter,
+    pub offcpu_filter_errors: Counter,
     /// `pyroscope_ebpf_unwind_stacks_total` by result.
     unwind: Vec<(&'static str, Counter)>,
+    /// `pyroscope_ebpf_offcpu_unwind_stacks_total` by result.
+    offcpu_unwind: Vec<(&'static str, Counter)>,
 }
 
 impl ComponentMetrics {
-    /// Counts one unwound user stack by how it ended.
-    pub fn unwound(&self, end: End) {
+    /// Counts one unwound user stack by how it ended, in the CPU or the off-CPU series.
+    pub fn unwound(&self, end: End, off_cpu: bool) {
         let result = match end {
             End::Root => "complete",
             End::Truncated(r) => r.as_str(),
         };
-        if let Some((_, c)) = self.unwind.iter().find(|(r, _)| *r == result) {
+        let series = if off_cpu {
+            &self.offcpu_unwind
+        } else {
+            &self.unwind
+        };
+        if let Some((_, c)) = series.iter().find(|(r, _)| *r == result) {
             c.inc();
         }
     }
@@ -274,9 +329,11 @@ mod tests {
         m.filtered_no_target.inc_by(2);
         m.user_frames_unknown.inc_by(5);
         m.inaccessible_not_permitted.set(1);
-        m.unwound(End::Root);
-        m.unwound(End::Truncated(Reason::StackCopyExhausted));
-        m.unwound(End::Truncated(Reason::StackCopyExhausted));
+        m.unwound(End::Root, false);
+        m.unwound(End::Truncated(Reason::StackCopyExhausted), false);
+        m.unwound(End::Truncated(Reason::StackCopyExhausted), false);
+        m.unwound(End::Truncated(Reason::BadFrame), true);
+        m.offcpu_filtered.inc_by(4);
         let text = registry.encode().expect("encode");
         for series in [
             "pyroscope_ebpf_pprofs_total{component_id=\"pyroscope.ebpf.x\"",
@@ -295,6 +352,16 @@ mod tests {
             "result=\"go_stack_switch\"} 0",
             "pyroscope_ebpf_offcpu_failures_total{",
             "pyroscope_ebpf_offcpu_lost_total{",
+            "pyroscope_ebpf_offcpu_evicted_total{",
+            "pyroscope_ebpf_offcpu_filter_errors_total{",
+            "pyroscope_ebpf_offcpu_samples_filtered_total{component_id=\"pyroscope.ebpf.x\",component_path=\"/\"} 4",
+        ] {
+            assert!(text.contains(series), "{series} not in\n{text}");
+        }
+        // Off-CPU stacks stay out of the CPU series.
+        for series in [
+            "pyroscope_ebpf_unwind_stacks_total{component_id=\"pyroscope.ebpf.x\",component_path=\"/\",result=\"bad_frame\"} 0",
+            "pyroscope_ebpf_offcpu_unwind_stacks_total{component_id=\"pyroscope.ebpf.x\",component_path=\"/\",result=\"bad_frame\"} 1",
         ] {
             assert!(text.contains(series), "{series} not in\n{text}");
         }

@@ -323,6 +323,7 @@ impl Runner {
         self.sampler = None;
         self.bpf_stats = None;
         self.offcpu = OffCpu::off();
+        lock(&self.shared.status).off_cpu = None;
         self.followed.clear();
         // A new sampler has an empty Python map: every process is examined again.
         self.python.reset();
@@ -347,7 +348,7 @@ impl Runner {
                     self.bpf_stats = Some(Box::new(move || lock(&stats).stats()));
                     self.sampler = Some(Box::new(SharedBpf(s)));
                     self.set_mode(Mode::Bpf);
-                    self.start_offcpu(true);
+                    self.offcpu = OffCpu::start(&self.args, true, stack_bytes(), &self.metrics);
                     self.refresh_filter();
                     return;
                 }
@@ -384,19 +385,8 @@ impl Runner {
         tracing::warn!(%reason, "pyroscope.ebpf uses the perf_event_open fallback");
         self.sampler = Some(Box::new(PerfSampler::new(self.args.sample_rate, kernel)));
         self.set_mode(Mode::Perf { reason });
-        self.start_offcpu(false);
+        self.offcpu = OffCpu::start(&self.args, false, stack_bytes(), &self.metrics);
         self.refresh_filter();
-    }
-
-    /// Starts off-CPU profiling when asked for (it needs BPF; a failure is reported).
-    fn start_offcpu(&mut self, bpf_mode: bool) {
-        self.offcpu = OffCpu::start(
-            &self.args,
-            bpf_mode,
-            stack_bytes(),
-            &self.metrics.offcpu_failures,
-        );
-        lock(&self.shared.status).off_cpu = self.offcpu.status();
     }
 
     fn apply(&mut self, args: Arguments) {
@@ -451,11 +441,8 @@ impl Runner {
             return;
         };
         let result = if self.targets.profiles_everything() {
-            let r = sampler.set_filter(None);
-            if let Err(e) = self.offcpu.set_filter(None) {
-                tracing::warn!(error = %e, "pyroscope.ebpf: off-CPU filter");
-            }
-            r
+            self.offcpu.set_filter(None, &self.metrics);
+            sampler.set_filter(None)
         } else {
             let mut pids: HashSet<u32> = self.targets.pids().collect();
             if self.targets.has_containers() {
@@ -470,9 +457,7 @@ impl Runner {
                 }
             }
             let r = sampler.set_filter(Some(&pids));
-            if let Err(e) = self.offcpu.set_filter(Some(&pids)) {
-                tracing::warn!(error = %e, "pyroscope.ebpf: off-CPU filter");
-            }
+            self.offcpu.set_filter(Some(&pids), &self.metrics);
             if r.is_ok() {
                 for &pid in &pids {
                     self.python.observe(pid, sampler.as_mut());
@@ -489,10 +474,14 @@ impl Runner {
             status.mode = Mode::Failed {
                 error: e.to_string(),
             };
+            self.offcpu.fail(&e.to_string());
+            status.off_cpu = self.offcpu.status();
             drop(status);
             self.metrics.sessions_failing.inc();
             self.sampler = None;
+            return;
         }
+        status.off_cpu = self.offcpu.status();
     }
 
     fn drain(&mut self) {
@@ -509,8 +498,10 @@ impl Runner {
                 unmatched += 1;
             }
         }
-        for (s, off_ns) in self.offcpu.drain(&self.metrics.offcpu_lost) {
-            self.add(s, Some(off_ns));
+        for (s, off_ns) in self.offcpu.drain(&self.metrics) {
+            if !self.add(s, Some(off_ns)) {
+                self.offcpu.filtered(1, &self.metrics);
+            }
         }
         let bpf = self.bpf_stats.as_ref().map(|f| f());
         if let Some(stats) = bpf
@@ -560,7 +551,7 @@ impl Runner {
         let mut unwound = Vec::new();
         let complete = s.regs.is_some().then(|| {
             let end = self.unwinder.unwind(s.pid, s.regs, &s.stack, &mut unwound);
-            self.metrics.unwound(end);
+            self.metrics.unwound(end, off_ns.is_some());
             if end != End::Root {
                 unwound.push(TRUNCATED_ADDR);
             }
@@ -611,14 +602,11 @@ impl Runner {
             pid_label: self.args.pid_label,
             off_cpu: false,
         };
-        let off_interval = std::mem::replace(&mut self.offcpu.interval, Interval::new(ended));
-        let off_shape = Shape {
-            off_cpu: true,
-            ..shape
-        };
+        let (off_interval, off_shape) = self.offcpu.take_interval(ended, shape);
         self.keep_sample_targets();
         let mut batch = Vec::new();
-        let mut dropped = 0u64;
+        // Samples of profiles no target takes: CPU ones, off-CPU ones (counted apart).
+        let mut dropped = [0u64; 2];
         // Waiting profiles first: they are the older ones.
         for d in std::mem::take(&mut self.books.deferred) {
             match self.attribute(d.pid, Some(d.since), why) {
@@ -626,7 +614,7 @@ impl Runner {
                     batch.push(self.profile(&t, d.pid, d.raw, d.samples, d.ended, d.off_cpu));
                 }
                 Attribution::Defer => self.books.deferred.push(d),
-                Attribution::Drop => dropped += d.samples,
+                Attribution::Drop => dropped[usize::from(d.off_cpu)] += d.samples,
             }
         }
         let cpu = interval
@@ -648,7 +636,7 @@ impl Runner {
                     since: Instant::now(),
                     off_cpu,
                 }),
-                Attribution::Drop => dropped += p.samples,
+                Attribution::Drop => dropped[usize::from(off_cpu)] += p.samples,
             }
         }
         let sent = batch.len() as u64;
@@ -656,7 +644,8 @@ impl Runner {
             self.out.append(batch);
         }
         self.books.sample_targets.clear();
-        self.count_filtered(dropped);
+        self.count_filtered(dropped[0]);
+        self.offcpu.filtered(dropped[1], &self.metrics);
         if whole {
             self.judge(samples, &frames);
         }
@@ -665,7 +654,7 @@ impl Runner {
         let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
         self.symbolizer.retain_pids(&alive);
         self.unwinder.retain_pids(&alive);
-        self.offcpu.retain_pids(&alive);
+        self.offcpu.retain_threads();
         self.python.retain_pids(&alive, &mut self.sampler);
         self.containers.retain(|&pid, _| alive(pid));
         self.pid_targets.clear();
@@ -676,6 +665,7 @@ impl Runner {
         status.unwinder = serde_json::to_value(self.unwinder.stats()).ok();
         status.python = serde_json::to_value(self.python.stats()).ok();
         status.findings.deferred_profiles = self.books.deferred.len();
+        status.off_cpu = self.offcpu.status();
     }
 
     /// Who process `pid`'s profile belongs to; `waiting_since` is set for a profile that

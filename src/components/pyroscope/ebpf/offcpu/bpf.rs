@@ -1,7 +1,8 @@
 //! Loads `bpf/offcpu.bpf.o` with aya: one program on the `sched_switch` raw tracepoint that
 //! writes a STACK record (the same stacks as the CPU sampler's) when it times a thread's
 //! switch-out, and an END record with the nanoseconds off CPU when that thread runs again
-//! after a long enough block. [`super::pair`] joins the two.
+//! after a long enough block (a DROP record after a shorter one, which frees the waiting
+//! stacks). [`super::pair`] joins them.
 //!
 //! The object is built by `bpf/build.sh` and committed (`source_hash_matches_the_committed_object`
 //! fails when its sources changed without a rebuild).
@@ -26,6 +27,7 @@ pub const STACK_MAX: u32 = 32 * 1024;
 /// `KIND_*` in offcpu.bpf.c: every record starts with its kind.
 const KIND_STACK: u32 = 1;
 const KIND_END: u32 = 2;
+const KIND_DROP: u32 = 3;
 /// Offsets in `struct record` (offcpu.bpf.c).
 const PID_AT: usize = 4;
 const TID_AT: usize = 8;
@@ -90,7 +92,7 @@ pub struct Stats {
     pub switches: u64,
     /// Switch-outs chosen (with probability `off_cpu_threshold`): stacks taken and timed.
     pub chosen: u64,
-    /// Chosen blocks shorter than `off_cpu_min_block`, dropped.
+    /// Chosen blocks shorter than `off_cpu_min_block`, dropped (DROP records).
     pub short: u64,
     /// Records lost because the ring was full.
     pub ring_full: u64,
@@ -98,6 +100,8 @@ pub struct Stats {
     pub stack_faults: u64,
     /// Switch-out times that could not be stored.
     pub times_full: u64,
+    /// Switch-outs of exiting threads, never chosen (their last one has no switch-in).
+    pub exiting: u64,
 }
 
 /// One ring record.
@@ -114,6 +118,8 @@ pub enum Record {
         switched_out: u64,
         off_ns: u64,
     },
+    /// That thread ran again after a block shorter than `off_cpu_min_block`: its stacks go.
+    Drop { tid: u32, switched_out: u64 },
 }
 
 /// A loaded and attached off-CPU sampler; dropping it detaches the programs.
@@ -221,6 +227,7 @@ impl OffCpuSampler {
             ring_full: read(4),
             stack_faults: read(5),
             times_full: read(6),
+            exiting: read(7),
         }
     }
 
@@ -293,6 +300,10 @@ fn parse_record(b: &[u8]) -> Option<Record> {
             tid: u32_at(b, 4),
             switched_out: u64_at(b, 8),
             off_ns: u64_at(b, 16),
+        }),
+        KIND_DROP if b.len() >= END_LEN => Some(Record::Drop {
+            tid: u32_at(b, 4),
+            switched_out: u64_at(b, 8),
         }),
         KIND_STACK if b.len() >= RECORD_HEADER => {
             let mut comm = [0u8; 16];
@@ -404,8 +415,74 @@ mod tests {
             })
         );
         assert!(parse_record(&e[..END_LEN - 1]).is_none());
+        e[0..4].copy_from_slice(&KIND_DROP.to_ne_bytes());
+        assert_eq!(
+            parse_record(&e),
+            Some(Record::Drop {
+                tid: 43,
+                switched_out: 777
+            })
+        );
         e[0..4].copy_from_slice(&9u32.to_ne_bytes());
         assert!(parse_record(&e).is_none(), "unknown kind");
+    }
+
+    /// A thread that blocks a few times and exits: every chosen switch-out of it is followed
+    /// by its END (or DROP), and its last one, in do_task_dead, is never chosen (it has no
+    /// switch-in: its STACK record would wait for a reuse of the thread id).
+    #[test]
+    fn an_exiting_thread_leaves_no_stack_without_an_end_as_root() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: loading the off-CPU program needs root");
+            return;
+        }
+        let mut sampler = OffCpuSampler::load(Options {
+            filter: true,
+            kernel_frames: false,
+            stack_bytes: 0,
+            probability: 1.0,
+            min_block_ns: 0,
+        })
+        .expect("load the off-CPU program");
+        sampler
+            .set_filter(Some(&HashSet::from([std::process::id()])))
+            .expect("follow this process");
+        let worker = std::thread::spawn(|| {
+            for _ in 0..3 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            // SAFETY: gettid has no preconditions and cannot fail.
+            unsafe { libc::gettid() as u32 }
+        });
+        let tid = worker.join().expect("worker");
+        // The exited thread's last switch-out has happened once join returned; a pause lets
+        // its records reach the ring.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut stacks = Vec::new();
+        let mut ends = Vec::new();
+        sampler.drain(&mut |r| match r {
+            Record::Stack {
+                switched_out,
+                sample,
+            } if sample.tid == tid => stacks.push(switched_out),
+            Record::End {
+                tid: t,
+                switched_out,
+                ..
+            }
+            | Record::Drop {
+                tid: t,
+                switched_out,
+            } if t == tid => ends.push(switched_out),
+            _ => {}
+        });
+        assert!(
+            stacks.len() >= 3,
+            "the worker's sleeps were chosen: {stacks:?}"
+        );
+        assert_eq!(stacks, ends, "every chosen switch-out of the worker ended");
+        assert!(sampler.stats().exiting >= 1, "{:?}", sampler.stats());
     }
 
     #[test]

@@ -18,10 +18,11 @@ pub mod pair;
 
 use std::collections::HashSet;
 
-use prometheus_client::metrics::counter::Counter;
+use std::time::SystemTime;
 
 use super::args::Arguments;
-use super::profile::Interval;
+use super::metrics::ComponentMetrics;
+use super::profile::{Interval, Shape};
 use super::sample::RawSample;
 use bpf::{OffCpuSampler, Options, Record, Stats};
 use pair::Pairs;
@@ -32,7 +33,9 @@ pub const PROFILE_NAME: &str = "offcpu";
 /// What the debug info shows under `off_cpu` (absent when off-CPU profiling is off).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Status {
-    /// `running`, or `failed` with `error`.
+    /// `running`, or `failed` with `error` (it could not start, or stopped with the CPU
+    /// sampler). `running` with `error` set: the processes to follow could not be updated
+    /// (it follows the last set that could), until an update succeeds.
     pub state: &'static str,
     pub error: Option<String>,
     /// `off_cpu_threshold`.
@@ -46,6 +49,10 @@ pub struct Status {
     pub evicted: u64,
     /// Block ends whose stacks were not there (lost in the ring, or evicted).
     pub unmatched: u64,
+    /// Waiting stacks freed because their thread exited before its block ended.
+    pub orphaned: u64,
+    /// Off-CPU samples of processes that matched no target.
+    pub samples_filtered: u64,
     /// The program's counters.
     pub bpf: Option<Stats>,
     /// Records turned into samples.
@@ -61,7 +68,10 @@ pub struct OffCpu {
     scale: f64,
     status: Option<Status>,
     lost_seen: u64,
+    evicted_seen: u64,
     pairs: Pairs,
+    /// The last error updating the target map (logged once until an update succeeds).
+    filter_error: Option<String>,
 }
 
 impl OffCpu {
@@ -73,7 +83,9 @@ impl OffCpu {
             scale: 1.0,
             status: None,
             lost_seen: 0,
+            evicted_seen: 0,
             pairs: Pairs::default(),
+            filter_error: None,
         }
     }
 
@@ -81,7 +93,12 @@ impl OffCpu {
     /// sampler runs on BPF: the off-CPU one needs the same privileges and has no perf
     /// fallback. A failure is logged, counted in `failures` and kept for the debug info and
     /// the health; CPU profiling goes on.
-    pub fn start(args: &Arguments, bpf_mode: bool, stack_bytes: u32, failures: &Counter) -> Self {
+    pub fn start(
+        args: &Arguments,
+        bpf_mode: bool,
+        stack_bytes: u32,
+        metrics: &ComponentMetrics,
+    ) -> Self {
         let mut this = OffCpu::off();
         if args.off_cpu_threshold <= 0.0 {
             return this;
@@ -95,6 +112,8 @@ impl OffCpu {
             waiting: 0,
             evicted: 0,
             unmatched: 0,
+            orphaned: 0,
+            samples_filtered: 0,
             bpf: None,
             samples_total: 0,
         };
@@ -117,7 +136,7 @@ impl OffCpu {
             }
             Err(error) => {
                 tracing::warn!(%error, "pyroscope.ebpf: off-CPU profiling could not start; CPU profiles go on");
-                failures.inc();
+                metrics.offcpu_failures.inc();
                 status.state = "failed";
                 status.error = Some(error);
             }
@@ -126,17 +145,70 @@ impl OffCpu {
         this
     }
 
-    /// Follows the same processes as the CPU sampler.
-    pub fn set_filter(&mut self, pids: Option<&HashSet<u32>>) -> Result<(), String> {
-        match self.sampler.as_mut() {
-            Some(s) => s.set_filter(pids),
-            None => Ok(()),
+    /// Follows the same processes as the CPU sampler. An error is kept in the status (the
+    /// health reports it), counted, and logged once until an update succeeds again: the
+    /// session retries at every rescan.
+    pub fn set_filter(&mut self, pids: Option<&HashSet<u32>>, metrics: &ComponentMetrics) {
+        let Some(sampler) = self.sampler.as_mut() else {
+            return;
+        };
+        let result = sampler.set_filter(pids);
+        let status = self.status.as_mut();
+        match result {
+            Ok(()) => {
+                if let Some(error) = self.filter_error.take() {
+                    tracing::info!(%error, "pyroscope.ebpf: off-CPU target map updated again");
+                    if let Some(status) = status {
+                        status.error = None;
+                    }
+                }
+            }
+            Err(error) => {
+                metrics.offcpu_filter_errors.inc();
+                if self.filter_error.is_none() {
+                    tracing::warn!(%error, "pyroscope.ebpf: off-CPU target map could not be updated; retried at every rescan");
+                }
+                if let Some(status) = status {
+                    status.error = Some(format!("updating the processes to follow: {error}"));
+                }
+                self.filter_error = Some(error);
+            }
         }
     }
 
+    /// Stops the off-CPU sampler with the CPU one (`why`): the status says so.
+    pub fn fail(&mut self, why: &str) {
+        let status = self.status.take();
+        *self = OffCpu::off();
+        self.status = status.map(|mut s| {
+            s.state = "failed";
+            s.error = Some(format!("stopped with the CPU sampler: {why}"));
+            s
+        });
+    }
+
+    /// Counts off-CPU samples whose process matched no target.
+    pub fn filtered(&mut self, samples: u64, metrics: &ComponentMetrics) {
+        metrics.offcpu_filtered.inc_by(samples);
+        if let Some(status) = self.status.as_mut() {
+            status.samples_filtered += samples;
+        }
+    }
+
+    /// The finished interval (a new one begins at `ended`) and its profile shape, from the
+    /// CPU profiles' one.
+    pub fn take_interval(&mut self, ended: SystemTime, cpu: Shape) -> (Interval, Shape) {
+        let interval = std::mem::replace(&mut self.interval, Interval::new(ended));
+        let shape = Shape {
+            off_cpu: true,
+            ..cpu
+        };
+        (interval, shape)
+    }
+
     /// The records since the last drain as samples with their estimated off-CPU nanoseconds;
-    /// records the ring lost are added to `lost`.
-    pub fn drain(&mut self, lost: &Counter) -> Vec<(RawSample, u64)> {
+    /// records the ring lost and stacks evicted are counted.
+    pub fn drain(&mut self, metrics: &ComponentMetrics) -> Vec<(RawSample, u64)> {
         let Some(sampler) = self.sampler.as_mut() else {
             return Vec::new();
         };
@@ -157,11 +229,25 @@ impl OffCpu {
                     out.push((sample, scaled(off_ns, scale)));
                 }
             }
+            Record::Drop { tid, switched_out } => pairs.drop_short(tid, switched_out),
         });
         let stats = sampler.stats();
         if stats.ring_full > self.lost_seen {
-            lost.inc_by(stats.ring_full - self.lost_seen);
+            metrics.offcpu_lost.inc_by(stats.ring_full - self.lost_seen);
             self.lost_seen = stats.ring_full;
+        }
+        if self.pairs.evicted > self.evicted_seen {
+            if self.evicted_seen == 0 {
+                tracing::warn!(
+                    evicted = self.pairs.evicted,
+                    waiting = self.pairs.waiting(),
+                    "pyroscope.ebpf: too many chosen threads blocked at once: the stacks of the longest blocks were dropped and those blocks will not be reported; lower off_cpu_threshold or follow fewer processes (logged once, counted in pyroscope_ebpf_offcpu_evicted_total)"
+                );
+            }
+            metrics
+                .offcpu_evicted
+                .inc_by(self.pairs.evicted - self.evicted_seen);
+            self.evicted_seen = self.pairs.evicted;
         }
         if let Some(status) = self.status.as_mut() {
             status.bpf = Some(stats);
@@ -173,9 +259,15 @@ impl OffCpu {
         out
     }
 
-    /// Forgets waiting stacks of processes that are gone.
-    pub fn retain_pids(&mut self, alive: &dyn Fn(u32) -> bool) {
-        self.pairs.retain_pids(alive);
+    /// Forgets waiting stacks of threads that are gone (see [`pair`]).
+    pub fn retain_threads(&mut self) {
+        self.pairs.retain_threads(&|pid, tid| {
+            std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists()
+        });
+        if let Some(status) = self.status.as_mut() {
+            status.waiting = self.pairs.waiting();
+            status.orphaned = self.pairs.orphaned;
+        }
     }
 
     pub fn status(&self) -> Option<Status> {
@@ -212,11 +304,12 @@ mod tests {
     fn without_a_threshold_nothing_starts_and_without_bpf_it_fails_loudly() {
         let mut args: Arguments =
             crate::syntax::decode::decode_source("forward_to = []").expect("valid");
-        let failures = Counter::default();
-        let off = OffCpu::start(&args, true, 0, &failures);
+        let registry = crate::runtime::metrics::MetricsRegistry::new();
+        let metrics = super::super::metrics::EbpfMetrics::get(&registry).component("x");
+        let off = OffCpu::start(&args, true, 0, &metrics);
         assert!(off.status().is_none());
         args.off_cpu_threshold = 0.5;
-        let failed = OffCpu::start(&args, false, 0, &failures);
+        let mut failed = OffCpu::start(&args, false, 0, &metrics);
         let status = failed.status().expect("status");
         assert_eq!(status.state, "failed");
         assert!(
@@ -226,6 +319,52 @@ mod tests {
                 .is_some_and(|e| e.contains("needs the BPF sampler")),
             "{status:?}"
         );
-        assert_eq!(failures.get(), 1);
+        assert_eq!(metrics.offcpu_failures.get(), 1);
+        // Stopping with the CPU sampler keeps the settings and says why.
+        failed.fail("bad filter");
+        let status = failed.status().expect("status");
+        assert_eq!((status.state, status.probability), ("failed", 0.5));
+        assert!(
+            status
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("bad filter"))
+        );
+    }
+
+    /// The target map holds 16,384 processes: one more fails the update, which the status
+    /// (and so the health) and the counter show until an update succeeds again.
+    #[test]
+    fn a_failed_filter_update_is_reported_until_one_succeeds_as_root() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: loading the off-CPU program needs root");
+            return;
+        }
+        let mut args: Arguments =
+            crate::syntax::decode::decode_source("forward_to = []\noff_cpu_threshold = 0.5")
+                .expect("valid");
+        args.targets_only = true;
+        let registry = crate::runtime::metrics::MetricsRegistry::new();
+        let metrics = super::super::metrics::EbpfMetrics::get(&registry).component("x");
+        let mut off = OffCpu::start(&args, true, 0, &metrics);
+        let status = off.status().expect("status");
+        assert_eq!((status.state, status.error), ("running", None));
+        let too_many: HashSet<u32> = (1..=16_385).collect();
+        off.set_filter(Some(&too_many), &metrics);
+        off.set_filter(Some(&too_many), &metrics);
+        let status = off.status().expect("status");
+        assert_eq!(status.state, "running");
+        assert!(
+            status
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("updating the processes to follow")),
+            "{status:?}"
+        );
+        assert_eq!(metrics.offcpu_filter_errors.get(), 2);
+        off.set_filter(Some(&HashSet::from([1])), &metrics);
+        assert_eq!(off.status().expect("status").error, None);
+        assert_eq!(metrics.offcpu_filter_errors.get(), 2);
     }
 }

@@ -1,10 +1,18 @@
-//! Joins the off-CPU program's two records: the STACK record a thread's chosen switch-out
-//! wrote, and the END record its switch-in wrote when the block was long enough. A STACK
-//! record no END follows was a short block (or its END was lost): the thread's next STACK
-//! record replaces it, so at most one waits per thread.
+//! Joins the off-CPU program's records: the STACK record a thread's chosen switch-out wrote,
+//! and the END record its switch-in wrote (a DROP record when the block was shorter than
+//! `off_cpu_min_block`, which frees the stacks at once). They are paired by thread id *and*
+//! switch-out time, so an END only ever takes the stacks of its own switch-out.
+//!
+//! A STACK record no END or DROP follows (the ring lost it, or the kernel's LRU map let the
+//! switch-out time go) waits until the thread's next STACK record replaces it, or until the
+//! thread is gone ([`Pairs::retain_threads`], at every collection): a thread id the kernel
+//! reuses later must not find it. The kernel never chooses an exiting thread, whose last
+//! switch-out has no switch-in.
 //!
 //! Waiting records hold their stack copies (up to 32 KiB each): their count and bytes are
-//! bounded, the oldest going first, and counted.
+//! bounded, the oldest going first, and counted in [`Pairs::evicted`]: with DROP records the
+//! set holds only threads blocked right now, so evictions mean more chosen threads blocked at
+//! once than the bound (~470 whole stack copies): the longest blocks would go unreported.
 
 use std::collections::HashMap;
 
@@ -33,6 +41,8 @@ pub struct Pairs {
     pub evicted: u64,
     /// END records whose STACK record was not there (lost, or evicted).
     pub unmatched: u64,
+    /// Stacks freed because their thread was gone before its END came.
+    pub orphaned: u64,
 }
 
 impl Pairs {
@@ -74,16 +84,29 @@ impl Pairs {
         }
     }
 
-    /// Forgets the threads of processes that are gone.
-    pub fn retain_pids(&mut self, alive: &dyn Fn(u32) -> bool) {
+    /// The thread ran again after a short block: its stacks of this switch-out go.
+    pub fn drop_short(&mut self, tid: u32, switched_out: u64) {
+        if self
+            .waiting
+            .get(&tid)
+            .is_some_and(|w| w.switched_out == switched_out)
+        {
+            self.remove(tid);
+        }
+    }
+
+    /// Forgets the stacks of threads that are gone (`alive(pid, tid)` is false): their END
+    /// will never come, and a later thread with the same id must not take them.
+    pub fn retain_threads(&mut self, alive: &dyn Fn(u32, u32) -> bool) {
         let gone: Vec<u32> = self
             .waiting
             .iter()
-            .filter(|(_, w)| !alive(w.sample.pid))
+            .filter(|(tid, w)| !alive(w.sample.pid, **tid))
             .map(|(&tid, _)| tid)
             .collect();
         for tid in gone {
             self.remove(tid);
+            self.orphaned += 1;
         }
     }
 
@@ -144,7 +167,44 @@ mod tests {
         assert_eq!(p.evicted, 10);
         assert!(p.end(0, 0).is_none(), "the oldest went first");
         assert!(p.end(fit as u32 + 9, u64::from(fit as u32 + 9)).is_some());
-        p.retain_pids(&|pid| pid != 1);
+        p.retain_threads(&|pid, _| pid != 1);
         assert_eq!((p.waiting(), p.bytes), (0, 0));
+    }
+
+    #[test]
+    fn a_short_block_frees_its_stacks_at_once() {
+        let mut p = Pairs::default();
+        p.stack(100, sample(1, 10, 64));
+        p.drop_short(10, 99);
+        assert_eq!(p.waiting(), 1, "a DROP of another switch-out frees nothing");
+        p.drop_short(10, 100);
+        assert_eq!((p.waiting(), p.bytes), (0, 0));
+        assert!(p.end(10, 100).is_none());
+        // Many short blocks never evict a long one.
+        p.stack(1, sample(1, 1, 32 << 10));
+        for t in 0..10_000u64 {
+            let tid = 2 + (t % 4000) as u32;
+            p.stack(100 + t, sample(1, tid, 32 << 10));
+            p.drop_short(tid, 100 + t);
+        }
+        assert_eq!(p.evicted, 0);
+        assert!(p.end(1, 1).is_some(), "the long block kept its stacks");
+    }
+
+    #[test]
+    fn an_exited_threads_stack_is_freed_and_never_pairs_with_a_reused_id() {
+        let mut p = Pairs::default();
+        // Thread 10 of process 1 is chosen as it leaves the CPU, then exits: no END.
+        p.stack(100, sample(1, 10, 64));
+        // At the next collection thread 10 is gone (pid 1 lives on).
+        p.retain_threads(&|pid, tid| pid == 1 && tid != 10);
+        assert_eq!((p.waiting(), p.bytes, p.orphaned), (0, 0, 1));
+        // The id is reused by a new thread: an END naming the old switch-out (as a stale
+        // kernel time would) finds nothing; the new thread's own switch-out pairs.
+        assert!(p.end(10, 100).is_none());
+        p.stack(5_000, sample(1, 10, 64));
+        assert!(p.end(10, 100).is_none(), "not the old switch-out");
+        assert_eq!(p.end(10, 5_000).map(|s| s.tid), Some(10));
+        assert_eq!(p.unmatched, 2);
     }
 }
