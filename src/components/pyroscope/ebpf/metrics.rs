@@ -16,6 +16,7 @@
 //! | `pyroscope_ebpf_offcpu_failures_total` | | off-CPU sampler starts that failed (`off_cpu_threshold > 0`; CPU profiling goes on) |
 //! | `pyroscope_ebpf_offcpu_lost_total` | | off-CPU records the kernel could not deliver (ring full) |
 //! | `pyroscope_ebpf_python_processes_total` | result | CPython processes examined for the Python frame walk: `walked` (registered with the BPF program), `failed` (a version without offsets, no `_PyRuntime`, the perf fallback...; the reason is in the debug info's problems and the log) |
+//! | `pyroscope_ebpf_python_no_thread_total` | | samples of walked CPython processes whose thread had no thread state in the main interpreter (no Python frames); a process where this is most walks is listed in the debug info's problems |
 //! | `pyroscope_ebpf_inaccessible_processes` | reason | at the last collection, processes the component should profile but cannot: `not_permitted` (no ptrace read access, so their files cannot be opened through /proc/<pid>/root: they cannot be symbolized, nor sampled by the perf fallback), `exited` (followed pids that no longer exist) |
 //!
 //! The first six are Alloy's (Alloy also has `pyroscope_ebpf_pprofs_dropped_total`, for
@@ -48,6 +49,7 @@ pub struct EbpfMetrics {
     offcpu_failures: Family<Labels, Counter>,
     offcpu_lost: Family<Labels, Counter>,
     python: Family<Labels, Counter>,
+    python_no_thread: Family<Labels, Counter>,
 }
 
 impl EbpfMetrics {
@@ -68,7 +70,13 @@ impl EbpfMetrics {
                 offcpu_failures: Family::default(),
                 offcpu_lost: Family::default(),
                 python: Family::default(),
+                python_no_thread: Family::default(),
             };
+            r.register(
+                "pyroscope_ebpf_python_no_thread",
+                "Samples of walked CPython processes whose thread had no thread state",
+                m.python_no_thread.clone(),
+            );
             r.register(
                 "pyroscope_ebpf_python_processes",
                 "CPython processes examined for the Python frame walk, by result",
@@ -194,11 +202,13 @@ impl EbpfMetrics {
         let offcpu_lost = self.offcpu_lost.get_or_create(&base).clone();
         let python_walked = self.python.get_or_create(&with("result", "walked")).clone();
         let python_failed = self.python.get_or_create(&with("result", "failed")).clone();
+        let python_no_thread = self.python_no_thread.get_or_create(&base).clone();
         ComponentMetrics {
             offcpu_failures,
             offcpu_lost,
             python_walked,
             python_failed,
+            python_no_thread,
             active_targets,
             sessions,
             sessions_failing,
@@ -232,6 +242,7 @@ pub struct ComponentMetrics {
     pub inaccessible_not_permitted: Gauge,
     pub python_walked: Counter,
     pub python_failed: Counter,
+    pub python_no_thread: Counter,
     pub inaccessible_exited: Gauge,
     pub offcpu_failures: Counter,
     pub offcpu_lost: Counter,
