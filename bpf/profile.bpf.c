@@ -20,9 +20,15 @@
 #define PAGE_SIZE 4096
 /* Most bytes of user stack one record can carry (stack_bytes is at most this). */
 #define STACK_MAX (32 * 1024)
-/* Most CPython frames one record carries, and threads searched for the sampled one. */
+/*
+ * Most CPython frames one record carries, and thread states searched for the sampled thread.
+ * The interpreter's list is newest first, so the main thread is last: the bound must exceed
+ * the thread count of the processes we profile (thread pools of a few hundred are common;
+ * each step is three reads, well within the verifier's budget). Walks that end without a
+ * match count as STAT_PY_NO_THREAD, and user space reports a process where that is the rule.
+ */
 #define PY_MAX_FRAMES 64
-#define PY_MAX_THREADS 32
+#define PY_MAX_THREADS 512
 
 /*
  * One CPython interpreter frame: its code object and the instruction it last ran, whose top
@@ -76,7 +82,7 @@ struct record {
  */
 struct py_proc {
 	u64 runtime;
-	u16 interp_head; /* _PyRuntimeState.interpreters.head */
+	u16 interp_main; /* _PyRuntimeState.interpreters.main */
 	u16 tstate_head; /* PyInterpreterState.threads.head */
 	u16 tstate_next; /* PyThreadState.next */
 	u16 tstate_tid; /* PyThreadState.native_thread_id */
@@ -86,10 +92,26 @@ struct py_proc {
 	u16 frame_code; /* f_code (f_executable on 3.13+) */
 	u16 frame_instr; /* prev_instr (instr_ptr on 3.13+) */
 	u16 frame_entry; /* is_entry (3.11) or owner (3.12+): one byte */
-	u16 pad[2];
+	u16 tstate_pthread; /* PyThreadState.thread_id: pthread_self(), the thread's TCB */
+	u16 pad;
 };
 
 #define PY_NONE 0xffff
+
+/*
+ * The thread's saved FS base (arch/x86/include/asm/processor.h). The `___py` flavour keeps
+ * these apart from scraper_bpf.h's task_struct; CO-RE matches them by the name before `___`.
+ * glibc points FS at the thread's TCB, which is also what pthread_self() returns and so what
+ * CPython stores in PyThreadState.thread_id; FS is set once per thread (clone's TLS or
+ * arch_prctl), so the saved value is current for a running thread.
+ */
+struct thread_struct___py {
+	unsigned long fsbase;
+} __attribute__((preserve_access_index));
+
+struct task_struct___py {
+	struct thread_struct___py thread;
+} __attribute__((preserve_access_index));
 
 /* Counters user space reports as metrics; indexes mirror `Stat` in src/components/pyroscope/ebpf/bpf.rs. */
 enum stat {
@@ -195,25 +217,47 @@ static __always_inline u64 read_ptr(u64 addr, u32 *flags)
 }
 
 /*
- * Records the CPython frames of thread `tid` at this moment: finds its thread state in the
- * main interpreter's list (matched by native_thread_id), then follows the frame chain from its
- * current frame. Reading them later from user space would give another moment's stack.
+ * Records the CPython frames of the current thread at this moment: finds its thread state in
+ * the main interpreter's list, then follows the frame chain from its current frame. Reading
+ * them later from user space would give another moment's stack.
+ *
+ * A thread state is matched by thread_id (pthread_self(), equal to the thread's FS base),
+ * which is the same in every pid namespace; native_thread_id is the tid as the process's own
+ * namespace sees it, so it matches `tid` (the host's) only outside containers: a fallback for
+ * a libc that does not point FS at its thread descriptor.
  */
-static __always_inline void walk_python(struct record *r, const struct py_proc *p, u32 tid)
+static __always_inline void walk_python(struct record *r, const struct py_proc *p, u32 tid,
+					struct task_struct *task)
 {
 	u32 flags = PY_WALKED;
-	u64 interp = read_ptr(p->runtime + p->interp_head, &flags);
+	struct task_struct___py *t = (struct task_struct___py *)task;
+	u64 fsbase = 0;
+	bpf_probe_read_kernel(&fsbase, sizeof(fsbase), &t->thread.fsbase);
+	u64 interp = read_ptr(p->runtime + p->interp_main, &flags);
 	u64 ts = interp ? read_ptr(interp + p->tstate_head, &flags) : 0;
 	u64 found = 0;
 
+	/*
+	 * No branch but the exits in the body: the verifier follows every iteration, and a
+	 * branch per read (as read_ptr has) would double the paths it explores each time. A
+	 * failed read leaves its value 0, which ends the search or matches nothing.
+	 */
+	long fault = 0;
+	if (!fsbase)
+		fsbase = ~0ULL; /* never a thread_id */
 	for (int i = 0; i < PY_MAX_THREADS && ts; i++) {
-		u64 id = read_ptr(ts + p->tstate_tid, &flags);
-		if (id == tid) {
+		u64 self = 0, id = 0, next = 0;
+		fault |= bpf_probe_read_user(&self, sizeof(self), (void *)(ts + p->tstate_pthread));
+		fault |= bpf_probe_read_user(&id, sizeof(id), (void *)(ts + p->tstate_tid));
+		if (self == fsbase || id == tid) {
 			found = ts;
 			break;
 		}
-		ts = read_ptr(ts + p->tstate_next, &flags);
+		fault |= bpf_probe_read_user(&next, sizeof(next), (void *)(ts + p->tstate_next));
+		ts = next;
 	}
+	if (fault)
+		flags |= PY_FAULT;
 	r->py_len = 0;
 	if (!found) {
 		r->py_flags = flags | PY_NO_THREAD;
@@ -293,7 +337,7 @@ int sample_cpu(void *ctx)
 	if (!(flags & PF_KTHREAD)) {
 		const struct py_proc *py = bpf_map_lookup_elem(&py_procs, &tgid);
 		if (py) {
-			walk_python(r, py, (u32)id);
+			walk_python(r, py, (u32)id, task);
 			count_python(r->py_flags);
 		}
 		n = bpf_get_stack(ctx, r->user, sizeof(r->user), BPF_F_USER_STACK);

@@ -1,17 +1,19 @@
 //! CPython frames in `pyroscope.ebpf` (docs/EBPF.md, "Python"), against py-spy.
 //!
 //! The fixture (tests/ebpf/python/hot.py) runs `outer -> middle -> hot` (about 70 % of its
-//! time) and `side -> lukewarm` (about 30 %) forever, under two CPython 3.11 builds: Debian's
+//! time), `side -> lukewarm` (about 30 %) and a little `via_c -> sorted -> cb -> clé` (a
+//! Python callback run from C, with a non-ASCII name) forever, under two CPython 3.11 builds: Debian's
 //! stripped `/usr/bin/python3.11` (the interpreter linked into the executable) and pyenv's
 //! `/root/.pyenv/versions/3.11.7/bin/python3` (links libpython3.11.so, has debug info).
 //! For each, once our first profile arrived (an interval boundary just passed), `py-spy record
-//! --format raw --rate 97` samples the same process for [`WINDOW`] seconds; our profiles at least
+//! --nonblocking --format raw --rate 97` samples the same process for [`WINDOW`] seconds; our profiles at least
 //! half inside py-spy's window are compared with its output:
 //!
 //! * of our samples whose stack holds `hot`, >= 90 % show `hot`, `middle`, `outer` as
 //!   consecutive frames in that order (leaf first) with native frames below `outer`'s caller
 //!   chain (a frame that is no Python source file: the interpreter's `Py_RunMain`, `main`...);
-//! * >= 90 % of those `hot` frames name hot.py and a line of `hot`'s body (9-12);
+//! * of our samples holding `clé`, >= 90 % show `clé`, `cb`, then native frames, then `via_c`;
+//! * >= 90 % of those `hot` frames name hot.py and a line of `hot`'s body (11-14);
 //! * every fixture function's inclusive share (samples holding it / samples of the process)
 //!   is within [`TOLERANCE`] of py-spy's.
 //!
@@ -47,7 +49,7 @@ const MIN_CHAIN: f64 = 0.90;
 const MIN_SAMPLES: f64 = 150.0;
 /// The fixture's Python functions, compared one by one.
 const FUNCTIONS: &[&str] = &[
-    "<module>", "main", "outer", "middle", "hot", "side", "lukewarm",
+    "<module>", "main", "outer", "middle", "hot", "side", "lukewarm", "via_c", "cb", "clé",
 ];
 
 /// (label, interpreter, required): the two 3.11 builds the acceptance names must be there
@@ -157,6 +159,27 @@ impl Stacks {
         }
         (whole, with_hot)
     }
+
+    /// Of the samples holding `clé` (run by a callback from C): the part where `clé, cb` are
+    /// consecutive, then native frames (sorted's C code), then `via_c`: the callback's
+    /// activation and the outer one each got their own frames.
+    fn callback_chain(&self) -> (f64, f64) {
+        let mut with_leaf = 0.0;
+        let mut whole = 0.0;
+        for (names, native, w) in &self.stacks {
+            let Some(at) = names.iter().position(|n| n == "clé") else {
+                continue;
+            };
+            with_leaf += w;
+            let ordered = names.get(at..at + 2).is_some_and(|c| c == ["clé", "cb"]);
+            let outer = names.iter().skip(at + 2).position(|n| n == "via_c");
+            let c_between = outer.is_some_and(|o| native[at + 2..at + 2 + o].iter().any(|&n| n));
+            if ordered && c_between {
+                whole += w;
+            }
+        }
+        (whole, with_leaf)
+    }
 }
 
 fn unix_nanos(t: SystemTime) -> i64 {
@@ -247,7 +270,9 @@ async fn compare(label: &str, python: &str, spy: &Path) -> Vec<String> {
         let out = out.clone();
         move || {
             Command::new(spy)
-                .args(["record", "--format", "raw", "--rate", "97", "--duration"])
+                // --nonblocking: py-spy must not pause the process it is compared with.
+                .args(["record", "--nonblocking", "--format", "raw", "--rate", "97"])
+                .arg("--duration")
                 .arg(WINDOW.to_string())
                 .arg("--pid")
                 .arg(pid.to_string())
@@ -344,17 +369,24 @@ async fn compare(label: &str, python: &str, spy: &Path) -> Vec<String> {
             "{label}: only {whole:.0} of {with_hot:.0} samples with hot show outer->middle->hot above native frames"
         ));
     }
-    // `hot`'s body is lines 9-12 of hot.py (py-spy reports 10 and 11, the loop).
+    let (cb_whole, cb_with) = our.callback_chain();
+    eprintln!("  clé with cb, C frames, then via_c: {cb_whole:.0}/{cb_with:.0}");
+    if cb_whole < MIN_CHAIN * cb_with || cb_with == 0.0 {
+        failures.push(format!(
+            "{label}: only {cb_whole:.0} of {cb_with:.0} samples with clé show clé <- cb <- (C) <- via_c"
+        ));
+    }
+    // `hot`'s body is lines 11-14 of hot.py (py-spy reports 12 and 13, the loop).
     eprintln!("  hot's file:line in ours: {:?}", our.hot_lines);
     let in_body: f64 = our
         .hot_lines
         .iter()
-        .filter(|((file, line), _)| file.ends_with("/hot.py") && (9..=12).contains(line))
+        .filter(|((file, line), _)| file.ends_with("/hot.py") && (11..=14).contains(line))
         .map(|(_, w)| w)
         .sum();
     if in_body < MIN_CHAIN * with_hot {
         failures.push(format!(
-            "{label}: only {in_body:.0} of {with_hot:.0} hot frames name hot.py:9-12"
+            "{label}: only {in_body:.0} of {with_hot:.0} hot frames name hot.py:11-14"
         ));
     }
     for (f, (o, s)) in rows {

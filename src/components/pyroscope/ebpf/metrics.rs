@@ -20,6 +20,7 @@
 //! | `pyroscope_ebpf_offcpu_unwind_stacks_total` | result | as `unwind_stacks_total`, for the off-CPU samples' stacks (which that one does not count) |
 //! | `pyroscope_ebpf_offcpu_evicted_total` | | off-CPU stacks dropped before their block ended because too many chosen threads were blocked at once (their blocks go unreported; logged once as a warning) |
 //! | `pyroscope_ebpf_offcpu_filter_errors_total` | | failed updates of the off-CPU program's target map (the error is in the debug info and health, logged once) |
+//! | `pyroscope_ebpf_python_no_thread_total` | | samples of walked CPython processes whose thread had no thread state in the main interpreter (no Python frames); a process where this is most walks is listed in the debug info's problems |
 //! | `pyroscope_ebpf_inaccessible_processes` | reason | at the last collection, processes the component should profile but cannot: `not_permitted` (no ptrace read access, so their files cannot be opened through /proc/<pid>/root: they cannot be symbolized, nor sampled by the perf fallback), `exited` (followed pids that no longer exist) |
 //!
 //! The first six are Alloy's (Alloy also has `pyroscope_ebpf_pprofs_dropped_total`, for
@@ -56,6 +57,7 @@ pub struct EbpfMetrics {
     offcpu_unwind_stacks: Family<Labels, Counter>,
     offcpu_evicted: Family<Labels, Counter>,
     offcpu_filter_errors: Family<Labels, Counter>,
+    python_no_thread: Family<Labels, Counter>,
 }
 
 impl EbpfMetrics {
@@ -80,7 +82,13 @@ impl EbpfMetrics {
                 offcpu_unwind_stacks: Family::default(),
                 offcpu_evicted: Family::default(),
                 offcpu_filter_errors: Family::default(),
+                python_no_thread: Family::default(),
             };
+            r.register(
+                "pyroscope_ebpf_python_no_thread",
+                "Samples of walked CPython processes whose thread had no thread state",
+                m.python_no_thread.clone(),
+            );
             r.register(
                 "pyroscope_ebpf_python_processes",
                 "CPython processes examined for the Python frame walk, by result",
@@ -235,6 +243,7 @@ impl EbpfMetrics {
         let offcpu_filtered = self.offcpu_filtered.get_or_create(&base).clone();
         let offcpu_evicted = self.offcpu_evicted.get_or_create(&base).clone();
         let offcpu_filter_errors = self.offcpu_filter_errors.get_or_create(&base).clone();
+        let python_no_thread = self.python_no_thread.get_or_create(&base).clone();
         ComponentMetrics {
             offcpu_filtered,
             offcpu_evicted,
@@ -244,6 +253,7 @@ impl EbpfMetrics {
             offcpu_lost,
             python_walked,
             python_failed,
+            python_no_thread,
             active_targets,
             sessions,
             sessions_failing,
@@ -277,6 +287,7 @@ pub struct ComponentMetrics {
     pub inaccessible_not_permitted: Gauge,
     pub python_walked: Counter,
     pub python_failed: Counter,
+    pub python_no_thread: Counter,
     pub inaccessible_exited: Gauge,
     pub offcpu_failures: Counter,
     pub offcpu_lost: Counter,

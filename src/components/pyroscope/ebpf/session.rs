@@ -251,8 +251,11 @@ impl Runner {
         let now = Instant::now();
         let python = Python::new(
             args.python,
-            metrics.python_walked.clone(),
-            metrics.python_failed.clone(),
+            python::Counters {
+                walked: metrics.python_walked.clone(),
+                failed: metrics.python_failed.clone(),
+                no_thread: metrics.python_no_thread.clone(),
+            },
         );
         Runner {
             next_collect: now + args.collect_interval,
@@ -565,7 +568,7 @@ impl Runner {
         let symbolizer = &mut self.symbolizer;
         let python = &mut self.python;
         let comm_frame = self.args.comm.frame();
-        let key = python::stack_key(user, &s.python);
+        let key = python.stack_key(s.pid, user, &s.python);
         let interval = match off_ns {
             Some(_) => &mut self.offcpu.interval,
             None => &mut self.interval,

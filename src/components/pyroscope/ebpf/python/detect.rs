@@ -46,6 +46,8 @@ impl Found {
 pub enum DetectError {
     #[error("reading /proc/{pid}/maps: {source}")]
     Maps { pid: u32, source: std::io::Error },
+    #[error("opening the executable of pid {pid}: {source}")]
+    Exe { pid: u32, source: std::io::Error },
     #[error("{file}: {message}")]
     Elf { file: String, message: String },
     #[error("{file} exports _PyRuntime but not Py_Version: CPython older than 3.11 (unsupported)")]
@@ -54,44 +56,86 @@ pub enum DetectError {
     Memory { pid: u32, source: std::io::Error },
 }
 
+impl DetectError {
+    /// The process could not be examined at all (its maps or executable are not readable): no
+    /// sign that it is CPython, so not a failure of the Python walk.
+    pub fn is_inaccessible(&self) -> bool {
+        matches!(self, DetectError::Maps { .. } | DetectError::Exe { .. })
+    }
+}
+
+/// The target of `/proc/<pid>/exe` as maps shows it: without the " (deleted)" the kernel adds
+/// to a running binary that was replaced or removed (maps' paths are parsed without it).
+fn exe_path(link: PathBuf) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt as _;
+    let b = link.as_os_str().as_bytes();
+    match b.strip_suffix(b" (deleted)") {
+        Some(p) => PathBuf::from(std::ffi::OsStr::from_bytes(p)),
+        None => link,
+    }
+}
+
 /// Looks for CPython in process `pid`: `Ok(None)` when neither the executable nor a mapped
 /// library exports `_PyRuntime`.
 pub fn detect(pid: u32) -> Result<Option<Found>, DetectError> {
     let maps = std::fs::read(format!("/proc/{pid}/maps"))
         .map_err(|source| DetectError::Maps { pid, source })?;
     let entries: Vec<MapsEntry> = maps.split(|&b| b == b'\n').filter_map(parse_line).collect();
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .map(exe_path);
     let mut seen: Vec<&Path> = Vec::new();
     for e in &entries {
-        let Backing::File { path, .. } = &e.backing else {
+        let Backing::File { path, deleted } = &e.backing else {
             continue;
         };
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let candidate = exe.as_deref() == Some(path.as_path())
-            || name.is_some_and(|n| n.starts_with("libpython"));
+        let is_exe = exe.as_deref() == Some(path.as_path());
+        let candidate = is_exe || name.is_some_and(|n| n.starts_with("libpython"));
         if !candidate || seen.contains(&path.as_path()) {
             continue;
         }
         seen.push(path);
-        if let Some(found) = in_file(pid, path, &entries)? {
+        // The executable opens through /proc/<pid>/exe and a deleted library through
+        // map_files: both reach the file the process runs even when its path no longer does;
+        // other files through the process's root (its mount namespace).
+        let open = if is_exe {
+            File::open(format!("/proc/{pid}/exe"))
+                .map_err(|source| DetectError::Exe { pid, source })
+        } else if *deleted {
+            File::open(format!("/proc/{pid}/map_files/{:x}-{:x}", e.start, e.end))
+                .map_err(|err| elf_error(path, err.to_string()))
+        } else {
+            File::open(
+                Path::new(&format!("/proc/{pid}/root"))
+                    .join(path.strip_prefix("/").unwrap_or(path)),
+            )
+            .map_err(|err| elf_error(path, err.to_string()))
+        };
+        if let Some(found) = in_file(pid, open?, path, &entries)? {
             return Ok(Some(found));
         }
     }
     Ok(None)
 }
 
-/// The dynamic symbols `_PyRuntime` and `Py_Version` of one mapped file, relocated to where the
-/// process mapped it.
-fn in_file(pid: u32, path: &Path, entries: &[MapsEntry]) -> Result<Option<Found>, DetectError> {
-    let shown = path.display().to_string();
-    let elf_err = |message: String| DetectError::Elf {
-        file: shown.clone(),
+fn elf_error(path: &Path, message: String) -> DetectError {
+    DetectError::Elf {
+        file: path.display().to_string(),
         message,
-    };
-    let file = File::open(
-        Path::new(&format!("/proc/{pid}/root")).join(path.strip_prefix("/").unwrap_or(path)),
-    )
-    .map_err(|e| elf_err(e.to_string()))?;
+    }
+}
+
+/// The dynamic symbols `_PyRuntime` and `Py_Version` of one mapped file (`file`, mapped from
+/// `path`), relocated to where the process mapped it.
+fn in_file(
+    pid: u32,
+    file: File,
+    path: &Path,
+    entries: &[MapsEntry],
+) -> Result<Option<Found>, DetectError> {
+    let shown = path.display().to_string();
+    let elf_err = |message: String| elf_error(path, message);
     let cache = ReadCache::new(file);
     let Ok(elf) = ElfFile64::<object::Endianness, _>::parse(&cache) else {
         // Not a 64-bit ELF file: not a CPython we can walk.
@@ -201,6 +245,77 @@ mod tests {
             assert_eq!(found.major_minor(), want, "{python}");
             assert_ne!(found.runtime, 0);
         }
+    }
+
+    #[test]
+    fn unreadable_processes_are_inaccessible_not_failed() {
+        let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        // (error, inaccessible)
+        let cases = [
+            (
+                DetectError::Maps {
+                    pid: 1,
+                    source: denied(),
+                },
+                true,
+            ),
+            (
+                DetectError::Exe {
+                    pid: 1,
+                    source: denied(),
+                },
+                true,
+            ),
+            (
+                DetectError::Memory {
+                    pid: 1,
+                    source: denied(),
+                },
+                false,
+            ),
+            (DetectError::NoVersion { file: "x".into() }, false),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.is_inaccessible(), want, "{e}");
+        }
+    }
+
+    #[test]
+    fn deleted_executables_match_their_maps_path() {
+        // (readlink of /proc/<pid>/exe, path in maps)
+        let cases = [
+            ("/usr/bin/python3.11", "/usr/bin/python3.11"),
+            ("/tmp/py (deleted)", "/tmp/py"),
+            ("/tmp/a (deleted) (deleted)", "/tmp/a (deleted)"),
+        ];
+        for (link, want) in cases {
+            assert_eq!(exe_path(PathBuf::from(link)), PathBuf::from(want));
+        }
+    }
+
+    /// A deleted CPython executable (a copy run, then removed) is still found.
+    #[test]
+    fn finds_a_deleted_interpreter() {
+        let python = "/usr/bin/python3.11";
+        if !Path::new(python).exists() {
+            eprintln!("skipped: {python} not installed");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("scraper-pydel-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let copy = dir.join("python3.11");
+        std::fs::copy(python, &copy).expect("copy python");
+        let mut child = std::process::Command::new(&copy)
+            .args(["-c", "import time; time.sleep(30)"])
+            .spawn()
+            .expect("spawn python");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let _ = std::fs::remove_dir_all(&dir);
+        let found = detect(child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        let found = found.expect("detect").expect("is CPython");
+        assert_eq!(found.major_minor(), (3, 11));
     }
 
     #[test]

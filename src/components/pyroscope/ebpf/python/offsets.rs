@@ -5,8 +5,13 @@
 //! one table per minor version serves every build of it: Debian's stripped 3.11.2 and pyenv's
 //! 3.11.7 alike. The numbers were read with gdb from the DWARF of pyenv's 3.11.7 and 3.12.1
 //! builds (`p &((PyThreadState*)0)->native_thread_id` and so on); only 3.11 is exercised by the
-//! tests on this machine kind. 3.13 and later publish their offsets in `_Py_DebugOffsets` at
-//! the start of `_PyRuntime`, which is not read yet: those versions are reported unsupported.
+//! tests on this machine kind. 3.13 publishes its offsets in `_Py_DebugOffsets` at the start
+//! of `_PyRuntime`, which [`from_debug_offsets`] reads; later versions are reported unsupported.
+//!
+//! The walk starts at `_PyRuntime.interpreters.main`, the interpreter `Py_Initialize` made
+//! (`interpreters.head` is the newest one, a sub-interpreter when there are any); in all three
+//! versions `main` is the pointer right after `head` (`struct pyinterpreters` in
+//! Include/internal/pycore_runtime.h: mutex, head, main, next_id).
 
 /// The BPF program's view of one process (`struct py_proc` in bpf/profile.bpf.c; same layout).
 #[repr(C)]
@@ -14,7 +19,8 @@
 pub struct PyProc {
     /// Address of `_PyRuntime` in the process.
     pub runtime: u64,
-    pub interp_head: u16,
+    /// `_PyRuntimeState.interpreters.main`.
+    pub interp_main: u16,
     pub tstate_head: u16,
     pub tstate_next: u16,
     pub tstate_tid: u16,
@@ -25,7 +31,10 @@ pub struct PyProc {
     pub frame_code: u16,
     pub frame_instr: u16,
     pub frame_entry: u16,
-    pub pad: [u16; 2],
+    /// `PyThreadState.thread_id`: `pthread_self()`, which the BPF program compares with the
+    /// thread's FS base (the same in every pid namespace, unlike `native_thread_id`).
+    pub tstate_pthread: u16,
+    pub pad: u16,
 }
 
 // SAFETY: plain old data with no padding holes (8 + 12 * 2 bytes), as the map expects.
@@ -72,19 +81,22 @@ pub struct Layout {
 
 /// The layout of CPython `major.minor`, or `None` when we have none.
 pub fn layout(major: u8, minor: u8) -> Option<Layout> {
-    let walk = |tstate_head, tid, cframe_frame, previous, code| PyProc {
+    // interpreters.head is at 40 in both; main follows it.
+    let walk = |tstate_head, tid: u16, cframe_frame, previous, code| PyProc {
         runtime: 0,
-        interp_head: 40,
+        interp_main: 48,
         tstate_head,
         tstate_next: 8,
         tstate_tid: tid,
+        // thread_id is the field before native_thread_id.
+        tstate_pthread: tid - 8,
         tstate_frame: 56,
         cframe_frame,
         frame_previous: previous,
         frame_code: code,
         frame_instr: 56,
         frame_entry: 0,
-        pad: [0; 2],
+        pad: 0,
     };
     let codes = |firstlineno, code, ascii_size, compact_size| CodeLayout {
         filename: 112,
@@ -142,7 +154,8 @@ pub fn from_debug_offsets(b: &[u8]) -> Option<Layout> {
     let small = |i: usize| u16::try_from(at(i)).ok();
     let walk = PyProc {
         runtime: 0,
-        interp_head: small(24 + 16)?,
+        // _Py_DebugOffsets has interpreters_head only; main is the next pointer.
+        interp_main: small(24 + 16)?.checked_add(8)?,
         tstate_head: small(48 + 24)?,
         tstate_next: small(152 + 16)?,
         tstate_tid: small(152 + 48)?,
@@ -152,7 +165,8 @@ pub fn from_debug_offsets(b: &[u8]) -> Option<Layout> {
         frame_code: small(224 + 16)?,
         frame_instr: small(224 + 24)?,
         frame_entry: small(224 + 40)?,
-        pad: [0; 2],
+        tstate_pthread: small(152 + 40)?,
+        pad: 0,
     };
     let ascii_size = usize::from(small(536 + 24)?);
     let code = CodeLayout {
@@ -183,12 +197,13 @@ mod tests {
     fn debug_offsets_3_13() -> Vec<u8> {
         let mut b = vec![0u8; DEBUG_OFFSETS_LEN];
         b[..8].copy_from_slice(DEBUG_COOKIE);
-        let fields: [(usize, u64); 19] = [
+        let fields: [(usize, u64); 20] = [
             (8, 0x030d00f0),
             (24 + 16, 632),
             (48 + 24, 7344),
             (152 + 16, 8),
             (152 + 32, 72),
+            (152 + 40, 152),
             (152 + 48, 160),
             (224 + 8, 8),
             (224 + 16, 0),
@@ -215,9 +230,10 @@ mod tests {
         let b = debug_offsets_3_13();
         let l = from_debug_offsets(&b).expect("3.13 layout");
         assert_eq!(
-            (l.walk.interp_head, l.walk.tstate_head, l.walk.tstate_tid),
-            (632, 7344, 160)
+            (l.walk.interp_main, l.walk.tstate_head, l.walk.tstate_tid),
+            (640, 7344, 160)
         );
+        assert_eq!(l.walk.tstate_pthread, 152);
         assert_eq!((l.walk.tstate_frame, l.walk.cframe_frame), (72, NONE));
         assert_eq!((l.code.code, l.code.compact_size), (200, 56));
         // (what is changed, at, value): each makes the block unusable.
@@ -239,18 +255,22 @@ mod tests {
 
     #[test]
     fn tables_exist_for_the_supported_versions_only() {
-        // (version, has a table, thread id offset)
+        // (version, has a table, native_thread_id, thread_id offsets): from the DWARF of
+        // pyenv's builds (`p &((PyThreadState*)0)->thread_id`).
         let cases = [
-            ((3, 10), false, 0),
-            ((3, 11), true, 160),
-            ((3, 12), true, 144),
-            ((3, 13), false, 0),
+            ((3, 10), false, 0, 0),
+            ((3, 11), true, 160, 152),
+            ((3, 12), true, 144, 136),
+            ((3, 13), false, 0, 0),
         ];
-        for ((major, minor), known, tid) in cases {
+        for ((major, minor), known, tid, pthread) in cases {
             let l = layout(major, minor);
             assert_eq!(l.is_some(), known, "{major}.{minor}");
             if let Some(l) = l {
                 assert_eq!(l.walk.tstate_tid, tid);
+                assert_eq!(l.walk.tstate_pthread, pthread);
+                // interpreters.main, not head (40).
+                assert_eq!(l.walk.interp_main, 48);
                 assert_ne!(l.walk.frame_entry, 0);
             }
         }

@@ -8,15 +8,17 @@ use std::sync::Arc;
 
 use super::super::symbolize::{Frame, SourceLine};
 
-/// The interpreter loop's native function.
+/// The interpreter loop's native function. Matched as a prefix: LTO builds split it into
+/// parts such as `_PyEval_EvalFrameDefault.cold`, each standing for its activation.
 pub const EVAL_FRAME: &str = "_PyEval_EvalFrameDefault";
 /// The module of kernel frames (they come first in a stack).
 const KERNEL_MODULE: &str = "[kernel.kallsyms]";
 
-/// One Python frame, named, and whether it is the outermost frame of its activation.
+/// One Python frame, named, and whether it is the outermost frame of its activation. `frame`
+/// is `None` for an activation that has run no Python frame yet (an empty group).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PyFrame {
-    pub frame: Frame,
+    pub frame: Option<Frame>,
     pub entry: bool,
 }
 
@@ -30,11 +32,11 @@ pub fn splice(native: Vec<Frame>, python: &[PyFrame]) -> Vec<Frame> {
     }
     let mut groups = python
         .split_inclusive(|f| f.entry)
-        .map(|g| g.iter().map(|f| f.frame.clone()));
+        .map(|g| g.iter().filter_map(|f| f.frame.clone()));
     let mut out = Vec::with_capacity(native.len() + python.len());
     let mut last = None;
     for f in native {
-        if &*f.function == EVAL_FRAME
+        if f.function.starts_with(EVAL_FRAME)
             && let Some(group) = groups.next()
         {
             out.extend(group);
@@ -90,7 +92,7 @@ mod tests {
 
     fn py(name: &str, entry: bool) -> PyFrame {
         PyFrame {
-            frame: f(name),
+            frame: Some(f(name)),
             entry,
         }
     }
@@ -122,6 +124,25 @@ mod tests {
                 vec![f(EVAL_FRAME), f("_PyObject_Call"), f(EVAL_FRAME), f("main")],
                 vec![py("cb", true), py("sort", false), py("<module>", true)],
                 vec!["cb", "_PyObject_Call", "sort", "<module>", "main"],
+            ),
+            // An LTO build's cold part is an activation too.
+            (
+                vec![f("_PyEval_EvalFrameDefault.cold"), f(EVAL_FRAME), f("main")],
+                vec![py("cb", true), py("<module>", true)],
+                vec!["cb", "<module>", "main"],
+            ),
+            // An empty group (a leading 3.12 shim): the innermost activation shows no frame,
+            // and the next group stays with the next activation.
+            (
+                vec![f(EVAL_FRAME), f("call"), f(EVAL_FRAME), f("main")],
+                vec![
+                    PyFrame {
+                        frame: None,
+                        entry: true,
+                    },
+                    py("<module>", true),
+                ],
+                vec!["call", "<module>", "main"],
             ),
             // No Python frames: unchanged.
             (
