@@ -24,7 +24,7 @@ build() {
 # versions, so an untouched object is better left as committed).
 for name in ${@:-profile offcpu}; do
 	case $name in
-	profile) build profile scraper_bpf.h ;;
+	profile) build profile scraper_bpf.h user_stack.h ;;
 	offcpu) build offcpu scraper_bpf.h user_stack.h ;;
 	*) echo "unknown object $name" >&2; exit 1 ;;
 	esac

@@ -15,11 +15,11 @@
  * The licence must be GPL-compatible: bpf_get_stack and bpf_get_current_task are GPL-only.
  */
 #include "scraper_bpf.h"
+/* PAGE_SIZE, STACK_MAX (the most bytes of user stack a record carries: stack_bytes is at most
+ * this) and the page-by-page copy, shared with offcpu.bpf.c. */
+#include "user_stack.h"
 
 #define MAX_FRAMES 127
-#define PAGE_SIZE 4096
-/* Most bytes of user stack one record can carry (stack_bytes is at most this). */
-#define STACK_MAX (32 * 1024)
 /*
  * Most CPython frames one record carries, and thread states searched for the sampled thread.
  * The interpreter's list is newest first, so the main thread is last: the bound must exceed
@@ -64,7 +64,7 @@ struct record {
 	 * write provably inside the value for the verifier. Only the header and stack_len bytes
 	 * are sent.
 	 */
-	u8 stack[STACK_MAX + PAGE_SIZE];
+	u8 stack[STACK_BUF];
 };
 
 #define RECORD_REGS 1 /* ip/sp/bp are valid */
@@ -182,28 +182,15 @@ static __always_inline void count(u32 stat)
 		*v += 1;
 }
 
-/* Copies the user stack from sp upwards into r->stack, one page at a time. */
+/* Copies the user stack from sp upwards into r->stack (user_stack.h). */
 static __always_inline void copy_stack(struct record *r, u64 sp)
 {
-	u64 addr = sp;
-	u32 off = 0;
+	int faulted;
 
-	for (int i = 0; i <= STACK_MAX / PAGE_SIZE; i++) {
-		if (off >= stack_bytes || off >= STACK_MAX)
-			break;
-		u32 chunk = PAGE_SIZE - (addr & (PAGE_SIZE - 1));
-		if (bpf_probe_read_user(&r->stack[off], chunk, (void *)addr)) {
-			/* The end of the stack mapping, or a page not resident: keep what we have. */
-			if (off < stack_bytes)
-				count(STAT_STACK_FAULT);
-			break;
-		}
-		off += chunk;
-		addr += chunk;
-	}
-	if (off > stack_bytes)
-		off = stack_bytes;
-	r->stack_len = off;
+	r->stack_len = copy_user_stack(r->stack, sp, stack_bytes, &faulted);
+	/* The end of the stack mapping, or a page not resident: keep what we have. */
+	if (faulted)
+		count(STAT_STACK_FAULT);
 }
 
 static __always_inline u64 read_ptr(u64 addr, u32 *flags)

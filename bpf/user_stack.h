@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The user-stack copy a record carries for unwinding in user space, shared by the BPF
- * programs that write such records (offcpu.bpf.c; profile.bpf.c still has its own copy of
- * the same loop, to move here when its owner next rebuilds it). Include after scraper_bpf.h.
+ * programs that write such records (profile.bpf.c, offcpu.bpf.c). Include after scraper_bpf.h.
  *
  * bpf_probe_read_user cannot fault pages in and a read that crosses into an unmapped page
  * fails whole, so the copy goes page by page and stops at the first unreadable page: the end

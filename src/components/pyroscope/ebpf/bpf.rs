@@ -2,7 +2,7 @@
 //! event on every online CPU, and drains the ring of stack records it writes.
 //!
 //! The object is built from `bpf/profile.bpf.c` by `bpf/build.sh` and committed, so cargo
-//! builds need no clang; `source_hash_matches_the_committed_object` fails when the C sources
+//! builds need no clang; `bpf::tests::source_hashes_match_the_committed_objects` fails when the C sources
 //! changed without a rebuild.
 
 use std::collections::HashSet;
@@ -327,19 +327,22 @@ impl Sampler for BpfSampler {
     }
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
+/// A native-endian u32 of a ring record at `at` (the caller checked the length); shared with
+/// the off-CPU records' decoder.
+pub(super) fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut w = [0u8; 4];
     w.copy_from_slice(&b[at..at + 4]);
     u32::from_ne_bytes(w)
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut w = [0u8; 8];
     w.copy_from_slice(&b[at..at + 8]);
     u64::from_ne_bytes(w)
 }
 
-fn frames(b: &[u8], at: usize, len: u32) -> Vec<u64> {
+/// A record's frame array at `at`, its length clamped to `MAX_FRAMES` (both programs' bound).
+pub(super) fn frames(b: &[u8], at: usize, len: u32) -> Vec<u64> {
     let len = (len as usize).min(MAX_FRAMES);
     (0..len).map(|i| u64_at(b, at + i * 8)).collect()
 }

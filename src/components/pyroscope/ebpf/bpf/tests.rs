@@ -9,28 +9,43 @@ fn bpf_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bpf")
 }
 
-/// The committed object must be built from the committed sources: `bpf/build.sh` writes the
-/// sources' sha256 next to the object, and an edit without a rebuild breaks this test.
+/// The committed objects must be built from the committed sources: `bpf/build.sh` writes the
+/// sources' sha256 next to each object, and an edit without a rebuild breaks this test.
 #[test]
-fn source_hash_matches_the_committed_object() {
+fn source_hashes_match_the_committed_objects() {
     let dir = bpf_dir();
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg("cat scraper_bpf.h profile.bpf.c | sha256sum | cut -d' ' -f1")
-        .current_dir(&dir)
-        .output()
-        .expect("sha256sum runs");
-    assert!(out.status.success(), "{out:?}");
-    let actual = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let stamp = std::fs::read_to_string(dir.join("profile.bpf.sha256")).expect("stamp");
-    assert_eq!(
-        actual,
-        stamp.trim(),
-        "bpf/*.c or bpf/*.h changed but bpf/profile.bpf.o was not rebuilt: run bpf/build.sh"
-    );
-    // The embedded object is the committed file.
-    let on_disk = std::fs::read(dir.join("profile.bpf.o")).expect("object");
-    assert_eq!(on_disk, OBJECT);
+    // (object, its sources in the order build.sh hashes them, the bytes compiled in)
+    let objects: [(&str, &str, &[u8]); 2] = [
+        (
+            "profile",
+            "scraper_bpf.h user_stack.h profile.bpf.c",
+            OBJECT,
+        ),
+        (
+            "offcpu",
+            "scraper_bpf.h user_stack.h offcpu.bpf.c",
+            crate::components::pyroscope::ebpf::offcpu::bpf::OBJECT,
+        ),
+    ];
+    for (name, sources, embedded) in objects {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("cat {sources} | sha256sum | cut -d' ' -f1"))
+            .current_dir(&dir)
+            .output()
+            .expect("sha256sum runs");
+        assert!(out.status.success(), "{out:?}");
+        let actual = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let stamp = std::fs::read_to_string(dir.join(format!("{name}.bpf.sha256"))).expect("stamp");
+        assert_eq!(
+            actual,
+            stamp.trim(),
+            "{sources} changed but bpf/{name}.bpf.o was not rebuilt: run bpf/build.sh {name}"
+        );
+        // The embedded object is the committed file.
+        let on_disk = std::fs::read(dir.join(format!("{name}.bpf.o"))).expect("object");
+        assert_eq!(on_disk, embedded, "{name}");
+    }
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! after a long enough block (a DROP record after a shorter one, which frees the waiting
 //! stacks). [`super::pair`] joins them.
 //!
-//! The object is built by `bpf/build.sh` and committed (`source_hash_matches_the_committed_object`
+//! The object is built by `bpf/build.sh` and committed (`bpf::tests::source_hashes_match_the_committed_objects`
 //! fails when its sources changed without a rebuild).
 
 use std::collections::HashSet;
@@ -13,10 +13,11 @@ use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::RawTracePoint;
 use aya::{Ebpf, EbpfLoader};
 
+use super::super::bpf::{frames, u32_at, u64_at};
 use super::super::sample::{RawSample, UserRegs};
 
 /// The compiled program (see `bpf/build.sh`).
-static OBJECT: &[u8] =
+pub(in crate::components::pyroscope::ebpf) static OBJECT: &[u8] =
     aya::include_bytes_aligned!(concat!(env!("CARGO_MANIFEST_DIR"), "/bpf/offcpu.bpf.o"));
 
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
@@ -272,23 +273,6 @@ impl OffCpuSampler {
     }
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[at..at + 4]);
-    u32::from_ne_bytes(w)
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_ne_bytes(w)
-}
-
-fn frames(b: &[u8], at: usize, len: u32) -> Vec<u64> {
-    let len = (len as usize).min(MAX_FRAMES);
-    (0..len).map(|i| u64_at(b, at + i * 8)).collect()
-}
-
 /// Decodes one ring record; `None` for one shorter than its kind's header or of an unknown
 /// kind (a program/loader mismatch, which the stamp test should have caught).
 fn parse_record(b: &[u8]) -> Option<Record> {
@@ -337,35 +321,6 @@ fn parse_record(b: &[u8]) -> Option<Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-    use std::process::Command;
-
-    fn bpf_dir() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bpf")
-    }
-
-    /// The committed object must be built from the committed sources (`bpf/build.sh` writes
-    /// their hash next to it).
-    #[test]
-    fn source_hash_matches_the_committed_object() {
-        let dir = bpf_dir();
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg("cat scraper_bpf.h user_stack.h offcpu.bpf.c | sha256sum | cut -d' ' -f1")
-            .current_dir(&dir)
-            .output()
-            .expect("sha256sum runs");
-        assert!(out.status.success(), "{out:?}");
-        let actual = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let stamp = std::fs::read_to_string(dir.join("offcpu.bpf.sha256")).expect("stamp");
-        assert_eq!(
-            actual,
-            stamp.trim(),
-            "bpf/offcpu.bpf.c or its headers changed but bpf/offcpu.bpf.o was not rebuilt: run bpf/build.sh"
-        );
-        let on_disk = std::fs::read(dir.join("offcpu.bpf.o")).expect("object");
-        assert_eq!(on_disk, OBJECT);
-    }
 
     #[test]
     fn stack_and_end_records_decode() {
