@@ -63,7 +63,7 @@ pub(crate) struct StatsArgs {
     pub(crate) noise_floor: f64,
     /// Changes estimated below this (percent of before) are not called significant, however
     /// tight their interval: a program's CPU drifts by a percent or so between any two windows.
-    #[arg(long, default_value_t = 3.0, value_name = "PCT", value_parser = noise_floor)]
+    #[arg(long, default_value_t = 5.0, value_name = "PCT", value_parser = noise_floor)]
     pub(crate) min_change: f64,
 }
 

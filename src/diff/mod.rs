@@ -109,7 +109,7 @@ impl Default for StatsOptions {
         StatsOptions {
             confidence: 0.95,
             noise_floor_pct: 1.0,
-            min_change_pct: 3.0,
+            min_change_pct: 5.0,
         }
     }
 }

@@ -9,6 +9,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math/rand"
 	"net"
 	"net/http"
 	_ "net/http/pprof"
@@ -68,21 +69,32 @@ func betaCalls(n int) {
 	}
 }
 
-// fixedLoop runs alphaCalls(calls) then betaCalls(calls × betaScale) once per tick, on an OS
-// thread of its own: Go's CPU profiler samples each thread every 10 ms of that thread's CPU
-// time, so no other goroutine's work lands on this thread's samples, and the profile has far
-// less sampling noise than at random. A late tick is caught up, not dropped, so the work per
-// second stays the same on a busy machine. The tick is not a multiple of the kernel's timer
-// tick (CPU-timer signals are delivered on it): with 10 ms every sample would fall at the same
-// points of the tick's work, always in the same function.
+// fixedLoop runs alphaCalls' `calls` spin calls and betaCalls' `calls × betaScale` once per
+// tick, on an OS thread of its own: Go's CPU profiler samples each thread every 10 ms of that
+// thread's CPU time, so no other goroutine's work lands on this thread's samples. A late tick
+// is caught up, not dropped, so the work per second stays the same on a busy machine. Within a
+// tick the calls come in a random order (one call each): in a fixed order (all of alpha, then
+// all of beta) the profiler's timer drifts slowly against the tick, so the share of samples
+// landing in alpha drifted too, and two adjacent windows of one unchanged program measured
+// alphaCalls +58 % apart; in a random order each sample lands in alpha or beta with their
+// shares of the work whatever the timer's phase.
 func fixedLoop(calls int, betaScale float64) {
-	const tick = 10*time.Millisecond + 300*time.Microsecond
+	const tick = 10 * time.Millisecond
 	runtime.LockOSThread()
 	beta := int(float64(calls)*betaScale + 0.5)
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	next := time.Now()
 	for {
-		alphaCalls(calls)
-		betaCalls(beta)
+		a, b := calls, beta
+		for a+b > 0 {
+			if rng.Intn(a+b) < a {
+				alphaCalls(1)
+				a--
+			} else {
+				betaCalls(1)
+				b--
+			}
+		}
 		next = next.Add(tick)
 		if d := time.Until(next); d > 0 {
 			time.Sleep(d)
