@@ -357,25 +357,23 @@ fn evaluate(store: &Path, started: SystemTime) -> Outcome {
         .take_while(|&t| t + span + INTERVAL <= started + RECORD)
         .collect();
     for &t in &starts {
-        for (b, a) in [(t, t)] {
-            let r = compare(&source, ("base", b), ("more", a));
-            let beta = r.row("main.betaCalls").expect("betaCalls row");
-            // betaCalls' own code is the loop around main.spin: its CPU is its cum value.
-            let c = beta.cum_stats.clone().expect("statistics");
-            eprintln!(
-                "betaCalls {:+.1}% [{:+.1}%, {:+.1}%] p={:.2e} {:?}; alphaCalls {:?}",
-                c.pct.unwrap_or(f64::NAN),
-                c.pct_interval.map_or(f64::NAN, |i| i.0),
-                c.pct_interval.map_or(f64::NAN, |i| i.1),
-                c.p_value,
-                c.verdict,
-                r.row("main.alphaCalls")
-                    .and_then(|r| r.cum_stats.as_ref())
-                    .map(|c| (c.pct, c.verdict))
-            );
-            found.push(c.verdict == Verdict::Increase);
-            example.get_or_insert(r);
-        }
+        let r = compare(&source, ("base", t), ("more", t));
+        let beta = r.row("main.betaCalls").expect("betaCalls row");
+        // betaCalls' own code is the loop around main.spin: its CPU is its cum value.
+        let c = beta.cum_stats.clone().expect("statistics");
+        eprintln!(
+            "betaCalls {:+.1}% [{:+.1}%, {:+.1}%] p={:.2e} {:?}; alphaCalls {:?}",
+            c.pct.unwrap_or(f64::NAN),
+            c.pct_interval.map_or(f64::NAN, |i| i.0),
+            c.pct_interval.map_or(f64::NAN, |i| i.1),
+            c.p_value,
+            c.verdict,
+            r.row("main.alphaCalls")
+                .and_then(|r| r.cum_stats.as_ref())
+                .map(|c| (c.pct, c.verdict))
+        );
+        found.push(c.verdict == Verdict::Increase);
+        example.get_or_insert(r);
     }
     if let Some(r) = &example {
         eprintln!(
