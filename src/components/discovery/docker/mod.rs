@@ -29,38 +29,34 @@
 
 pub mod api;
 pub mod args;
+mod events;
 pub mod targets;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime};
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 pub use args::{Arguments, Filter, Options};
+use events::{InstanceMetrics, ListFailed, ListRecovered};
 
 use crate::gocompat::time::rfc3339_nanos;
 use crate::httpclient::HttpClient;
 use crate::labels::LabelSet;
+use crate::runtime::event::emit;
 use crate::runtime::health::Health;
-use crate::runtime::metrics::{Labels, component_labels};
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
 use crate::syntax::decode::Invalid;
 use crate::syntax::value::Value;
 use crate::targets as target;
 
-/// `prometheus_sd_refresh_failures_total`, registered once per process.
-struct Failures(Family<Labels, Counter>);
-
 /// The running component.
 pub struct Docker {
     id: String,
     exports: ExportsHandle,
-    failures: Arc<Failures>,
-    labels: Labels,
+    metrics: InstanceMetrics,
     state: Mutex<State>,
     rearm: Notify,
 }
@@ -118,7 +114,10 @@ impl Docker {
         match result {
             Ok((containers, networks)) => {
                 if let Some((_, since)) = st.failing.take() {
-                    tracing::info!(component = %self.id, failing_for = ?since.elapsed(), "Docker API answers again");
+                    emit(ListRecovered {
+                        component: &self.id,
+                        since,
+                    });
                 }
                 let opts = targets::Options {
                     port: args.port,
@@ -133,13 +132,15 @@ impl Docker {
                 }
             }
             Err(error) => {
-                self.failures.0.get_or_create(&self.labels).inc();
                 let new = st.failing.as_ref().is_none_or(|(e, _)| *e != error);
-                if new {
-                    tracing::warn!(component = %self.id, host = %args.host, error = %error, kept_targets = st.output.len(), "cannot list Docker containers; keeping the last good targets");
-                } else {
-                    tracing::debug!(component = %self.id, error = %error, "Docker API still failing");
-                }
+                emit(ListFailed {
+                    component: &self.id,
+                    host: &args.host,
+                    error: &error,
+                    new,
+                    kept: st.output.len(),
+                    metrics: &self.metrics,
+                });
                 let since = st.failing.as_ref().map_or_else(Instant::now, |(_, s)| *s);
                 st.failing = Some((error, since));
             }
@@ -160,22 +161,10 @@ impl Component for Docker {
 
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
         let (endpoint, client) = connect(&args)?;
-        let failures = opts.metrics.get_or_register(|r| {
-            let f = Failures(Family::default());
-            r.register(
-                "prometheus_sd_refresh_failures",
-                "Number of refresh failures for the given SD mechanism.",
-                f.0.clone(),
-            );
-            f
-        });
-        let mut labels = component_labels(&opts.id);
-        labels.push(("mechanism".to_string(), "docker".to_string()));
         Ok(Docker {
+            metrics: InstanceMetrics::new(&opts.metrics, &opts.id),
             id: opts.id,
             exports: opts.exports,
-            failures,
-            labels,
             state: Mutex::new(State {
                 args,
                 endpoint,
@@ -214,7 +203,7 @@ impl Component for Docker {
                 _ = tokio::time::sleep(interval) => {}
             }
         }
-        self.failures.0.remove(&self.labels);
+        self.metrics.remove();
         Ok(())
     }
 

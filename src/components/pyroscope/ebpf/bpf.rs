@@ -62,8 +62,62 @@ pub enum BpfError {
     Attach { cpu: u32, message: String },
 }
 
-/// Renders an error with its sources, `outer: inner: errno`.
-fn chain(e: &dyn std::error::Error) -> String {
+/// A program's `targets` map (tgid -> 1) and the pids it holds, kept in step: both samplers
+/// follow the same processes this way.
+pub(super) struct TargetMap {
+    map: BpfHashMap<MapData, u32, u8>,
+    held: HashSet<u32>,
+}
+
+impl TargetMap {
+    pub(super) fn new(map: BpfHashMap<MapData, u32, u8>) -> Self {
+        TargetMap {
+            map,
+            held: HashSet::new(),
+        }
+    }
+
+    /// Makes the map hold exactly `pids`; the error names the pid the kernel refused (the map
+    /// is full, say), and the pids before it stay in.
+    pub(super) fn sync(&mut self, pids: &HashSet<u32>) -> Result<(), String> {
+        let gone: Vec<u32> = self.held.difference(pids).copied().collect();
+        for pid in gone {
+            // A missing key means it is already gone; nothing else can fail here that would
+            // leave the map inconsistent with `held`.
+            let _ = self.map.remove(&pid);
+            self.held.remove(&pid);
+        }
+        for &pid in pids {
+            if self.held.contains(&pid) {
+                continue;
+            }
+            self.map
+                .insert(pid, 1, 0)
+                .map_err(|e| format!("adding pid {pid} to the target map: {}", chain(&e)))?;
+            self.held.insert(pid);
+        }
+        Ok(())
+    }
+}
+
+/// Takes the map `name` from a loaded object as its aya type, `missing` when the object has
+/// none and `load` when it is not of that type: how both samplers (this one and
+/// `offcpu::bpf`) take their maps.
+pub(super) fn take_map<T, E>(
+    ebpf: &mut Ebpf,
+    name: &str,
+    missing: E,
+    load: impl Fn(String) -> E,
+) -> Result<T, E>
+where
+    T: TryFrom<aya::maps::Map, Error = aya::maps::MapError>,
+{
+    let map = ebpf.take_map(name).ok_or(missing)?;
+    T::try_from(map).map_err(|e| load(chain(&e)))
+}
+
+/// Renders an error with its sources, `outer: inner: errno`; shared with `offcpu::bpf`.
+pub(super) fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut next = e.source();
     while let Some(inner) = next {
@@ -121,10 +175,9 @@ pub struct Stats {
 /// A loaded and attached sampler. Dropping it detaches the program and frees its maps.
 pub struct BpfSampler {
     ring: RingBuf<MapData>,
-    targets: BpfHashMap<MapData, u32, u8>,
+    targets: TargetMap,
     py_procs: BpfHashMap<MapData, u32, PyProc>,
     stats: PerCpuArray<MapData, u64>,
-    filtered: HashSet<u32>,
     filter: bool,
     cpus: usize,
     /// Owns the program and its perf links; must outlive the maps' use.
@@ -183,26 +236,30 @@ impl BpfSampler {
                     message: chain(&e),
                 })?;
         }
-        let ring = RingBuf::try_from(
-            ebpf.take_map("records")
-                .ok_or(BpfError::Missing("map records"))?,
-        )
-        .map_err(|e| BpfError::Load(chain(&e)))?;
-        let targets = BpfHashMap::try_from(
-            ebpf.take_map("targets")
-                .ok_or(BpfError::Missing("map targets"))?,
-        )
-        .map_err(|e| BpfError::Load(chain(&e)))?;
-        let py_procs = BpfHashMap::try_from(
-            ebpf.take_map("py_procs")
-                .ok_or(BpfError::Missing("map py_procs"))?,
-        )
-        .map_err(|e| BpfError::Load(chain(&e)))?;
-        let stats = PerCpuArray::try_from(
-            ebpf.take_map("stats")
-                .ok_or(BpfError::Missing("map stats"))?,
-        )
-        .map_err(|e| BpfError::Load(chain(&e)))?;
+        let ring = take_map(
+            &mut ebpf,
+            "records",
+            BpfError::Missing("map records"),
+            BpfError::Load,
+        )?;
+        let targets = take_map(
+            &mut ebpf,
+            "targets",
+            BpfError::Missing("map targets"),
+            BpfError::Load,
+        )?;
+        let py_procs = take_map(
+            &mut ebpf,
+            "py_procs",
+            BpfError::Missing("map py_procs"),
+            BpfError::Load,
+        )?;
+        let stats = take_map(
+            &mut ebpf,
+            "stats",
+            BpfError::Missing("map stats"),
+            BpfError::Load,
+        )?;
         tracing::info!(
             cpus = cpus.len(),
             frequency = opts.frequency,
@@ -213,10 +270,9 @@ impl BpfSampler {
         );
         Ok(BpfSampler {
             ring,
-            targets,
+            targets: TargetMap::new(targets),
             py_procs,
             stats,
-            filtered: HashSet::new(),
             filter: opts.filter,
             cpus: cpus.len(),
             _ebpf: ebpf,
@@ -279,26 +335,9 @@ impl Sampler for BpfSampler {
         if !self.filter {
             return Ok(());
         }
-        let gone: Vec<u32> = self.filtered.difference(pids).copied().collect();
-        for pid in gone {
-            // A missing key means it is already gone; nothing else can fail here that would
-            // leave the map inconsistent with `filtered`.
-            let _ = self.targets.remove(&pid);
-            self.filtered.remove(&pid);
-        }
-        for &pid in pids {
-            if self.filtered.contains(&pid) {
-                continue;
-            }
-            self.targets.insert(pid, 1, 0).map_err(|e| {
-                SamplerError::Unsupported(format!(
-                    "adding pid {pid} to the BPF target map: {}",
-                    chain(&e)
-                ))
-            })?;
-            self.filtered.insert(pid);
-        }
-        Ok(())
+        self.targets
+            .sync(pids)
+            .map_err(|e| SamplerError::Unsupported(format!("the BPF sampler: {e}")))
     }
 
     fn set_python(&mut self, pid: u32, proc: Option<&PyProc>) -> Result<(), SamplerError> {

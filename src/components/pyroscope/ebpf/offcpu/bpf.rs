@@ -9,11 +9,11 @@
 
 use std::collections::HashSet;
 
-use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::maps::{MapData, PerCpuArray, RingBuf};
 use aya::programs::RawTracePoint;
 use aya::{Ebpf, EbpfLoader};
 
-use super::super::bpf::{frames, u32_at, u64_at};
+use super::super::bpf::{TargetMap, chain, frames, take_map, u32_at, u64_at};
 use super::super::sample::{RawSample, UserRegs};
 
 /// The compiled program (see `bpf/build.sh`).
@@ -126,25 +126,10 @@ pub enum Record {
 /// A loaded and attached off-CPU sampler; dropping it detaches the programs.
 pub struct OffCpuSampler {
     ring: RingBuf<MapData>,
-    targets: BpfHashMap<MapData, u32, u8>,
+    targets: TargetMap,
     stats: PerCpuArray<MapData, u64>,
-    filtered: HashSet<u32>,
     filter: bool,
     _ebpf: Ebpf,
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut next = e.source();
-    while let Some(inner) = next {
-        let text = inner.to_string();
-        if !s.contains(&text) {
-            s.push_str(": ");
-            s.push_str(&text);
-        }
-        next = inner.source();
-    }
-    s
 }
 
 impl OffCpuSampler {
@@ -182,21 +167,24 @@ impl OffCpuSampler {
             what: "the sched_switch raw tracepoint".into(),
             message: chain(&e),
         })?;
-        let ring = RingBuf::try_from(
-            ebpf.take_map("records")
-                .ok_or(OffCpuError::Missing("map records"))?,
-        )
-        .map_err(|e| OffCpuError::Load(chain(&e)))?;
-        let targets = BpfHashMap::try_from(
-            ebpf.take_map("targets")
-                .ok_or(OffCpuError::Missing("map targets"))?,
-        )
-        .map_err(|e| OffCpuError::Load(chain(&e)))?;
-        let stats = PerCpuArray::try_from(
-            ebpf.take_map("stats")
-                .ok_or(OffCpuError::Missing("map stats"))?,
-        )
-        .map_err(|e| OffCpuError::Load(chain(&e)))?;
+        let ring = take_map(
+            &mut ebpf,
+            "records",
+            OffCpuError::Missing("map records"),
+            OffCpuError::Load,
+        )?;
+        let targets = take_map(
+            &mut ebpf,
+            "targets",
+            OffCpuError::Missing("map targets"),
+            OffCpuError::Load,
+        )?;
+        let stats = take_map(
+            &mut ebpf,
+            "stats",
+            OffCpuError::Missing("map stats"),
+            OffCpuError::Load,
+        )?;
         tracing::info!(
             probability = opts.probability,
             min_block_ns,
@@ -205,9 +193,8 @@ impl OffCpuSampler {
         );
         Ok(OffCpuSampler {
             ring,
-            targets,
+            targets: TargetMap::new(targets),
             stats,
-            filtered: HashSet::new(),
             filter: opts.filter,
             _ebpf: ebpf,
         })
@@ -245,22 +232,9 @@ impl OffCpuSampler {
         if !self.filter {
             return Ok(());
         }
-        let gone: Vec<u32> = self.filtered.difference(pids).copied().collect();
-        for pid in gone {
-            // Missing already is fine: the map and `filtered` agree either way.
-            let _ = self.targets.remove(&pid);
-            self.filtered.remove(&pid);
-        }
-        for &pid in pids {
-            if self.filtered.contains(&pid) {
-                continue;
-            }
-            self.targets.insert(pid, 1, 0).map_err(|e| {
-                format!("adding pid {pid} to the off-CPU target map: {}", chain(&e))
-            })?;
-            self.filtered.insert(pid);
-        }
-        Ok(())
+        self.targets
+            .sync(pids)
+            .map_err(|e| format!("the off-CPU program: {e}"))
     }
 
     /// Hands every record since the last call to `each`.
