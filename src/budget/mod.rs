@@ -4,7 +4,8 @@
 //! Memory that grows with load is accounted here before it is taken: scraped bodies while
 //! they download, the working memory of decoding and subtracting a profile, the delta state
 //! each cumulative series keeps, what waits in the write and store queues, the request
-//! bodies `pyroscope.receive_http` converts, and `pyroscope.ebpf`'s unwind tables. Each of those is a [`Reservation`] that gives its
+//! bodies `pyroscope.receive_http` converts, and `pyroscope.ebpf`'s unwind tables, Python code
+//! objects and off-CPU stacks waiting for their block to end. Each of those is a [`Reservation`] that gives its
 //! bytes back when dropped, so the accounted total is always what is live.
 //!
 //! The policy when the budget is short (docs/PERFORMANCE.md, "Memory budget"):
@@ -27,7 +28,9 @@
 //! * `pyroscope.ebpf`'s unwind tables (the call-frame information of sampled binaries) are a
 //!   cache at low priority: the component drops its least recently used tables to fit, and a
 //!   table that still does not fit is not loaded (counted as shed); that binary's frames are
-//!   then walked by frame pointers.
+//!   then walked by frame pointers. Its Python code-object cache is low priority too (it starts
+//!   over when refused); off-CPU stacks waiting for their block to end are normal priority
+//!   (data not yet sent, as queued profiles), the oldest dropped and counted when refused.
 //! * Memory the accounting cannot see (connections, tasks, discovery, the allocator's slack) is
 //!   measured: a sampler reads the process's RSS and takes what RSS exceeds the accounted
 //!   total off the budget, so the whole process, not only the accounted part, stays within
@@ -64,7 +67,8 @@ pub enum Use {
     WriteTrim,
     /// Request bodies `pyroscope.receive_http` is converting to profiles.
     Receive,
-    /// `pyroscope.ebpf`'s unwind tables (call-frame information of the sampled binaries).
+    /// `pyroscope.ebpf`'s unwind tables (call-frame information of the sampled binaries), its
+    /// Python code-object cache and its off-CPU stacks waiting for their block to end.
     Ebpf,
 }
 
@@ -155,6 +159,8 @@ struct Inner {
     by_use: [AtomicU64; Use::ALL.len()],
     /// RSS beyond the accounted bytes at the last sample: memory the accounting cannot see.
     unaccounted: AtomicU64,
+    /// The resident floor (see [`Budget::observe`]); `u64::MAX` until first seen.
+    floor: AtomicU64,
     metrics: OnceLock<Arc<BudgetMetrics>>,
 }
 
@@ -167,6 +173,7 @@ impl Budget {
                 used: AtomicU64::new(0),
                 by_use: Default::default(),
                 unaccounted: AtomicU64::new(0),
+                floor: AtomicU64::new(u64::MAX),
                 metrics: OnceLock::new(),
             }),
         }
@@ -314,14 +321,40 @@ impl Budget {
             .is_ok()
     }
 
-    /// Reads RSS once and updates the unaccounted share. A rise is taken at once; a fall only
-    /// by 1 % of the limit per sample (10 % a second at the default rate), because RSS lags
-    /// what was just reserved: a momentary low reading must not open the budget wide.
+    /// Reads RSS once and updates the unaccounted share (see [`Budget::observe`]).
     pub fn sample(&self) {
-        let Some(rss) = rss::current() else { return };
-        let seen = rss.saturating_sub(self.used());
+        if let Some(rss) = rss::current() {
+            self.observe(rss);
+        }
+    }
+
+    /// Updates the unaccounted share from one RSS reading.
+    ///
+    /// A rise is taken at once; a fall only by 1 % of the limit per sample (10 % a second at
+    /// the default rate), because RSS lags what was just reserved: a momentary low reading
+    /// must not open the budget wide.
+    ///
+    /// It never falls below the resident floor: the least RSS beyond the accounted bytes seen
+    /// while almost nothing was accounted (the binary, the runtime, the graph itself). Between
+    /// bursts, reservations made but not yet touched (bodies reserved before a slow target
+    /// answers) exceed what they occupy and hide that floor: RSS minus accounted reads 0. When
+    /// every reservation then fills at once, RSS is the accounted bytes plus the floor, so a
+    /// budget that forgot the floor overshot its limit by it (tests/memory_budget.rs: peaks of
+    /// 250-293 MiB in a 256 MiB budget, with a ~45 MiB floor).
+    pub fn observe(&self, rss: u64) {
+        let used = self.used();
+        let seen = rss.saturating_sub(used);
+        if used <= self.inner.limit / 20 {
+            self.inner.floor.fetch_min(seen, Ordering::Relaxed);
+        }
+        let floor = match self.inner.floor.load(Ordering::Relaxed) {
+            u64::MAX => 0,
+            f => f,
+        };
         let previous = self.inner.unaccounted.load(Ordering::Relaxed);
-        let unaccounted = seen.max(previous.saturating_sub(self.inner.limit / 100));
+        let unaccounted = seen
+            .max(previous.saturating_sub(self.inner.limit / 100))
+            .max(floor);
         self.inner.unaccounted.store(unaccounted, Ordering::Relaxed);
         if let Some(m) = self.metrics() {
             m.rss.set(i64::try_from(rss).unwrap_or(i64::MAX));
@@ -342,6 +375,11 @@ pub struct Reservation {
 impl Reservation {
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// The budget this reservation is held in (to count what its holder sheds).
+    pub fn budget(&self) -> &Budget {
+        &self.budget
     }
 
     /// Grows (or shrinks) the reservation to `bytes` if the growth fits `priority`'s share;

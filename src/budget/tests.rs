@@ -90,6 +90,75 @@ fn unaccounted_memory_is_taken_off_the_budget() {
     );
 }
 
+/// RSS readings in MiB against a 1,000 MiB budget: (accounted MiB reserved before the
+/// reading, RSS MiB, unaccounted MiB expected after it).
+#[test]
+fn unaccounted_rises_at_once_falls_slowly_and_keeps_the_resident_floor() {
+    const MIB: u64 = 1 << 20;
+    type Readings = &'static [(u64, u64, u64)];
+    let cases: &[(&str, Readings)] = &[
+        (
+            "a rise is taken at once, a fall by 1 % of the limit per reading",
+            &[
+                (100, 90, 0),
+                (100, 400, 300),
+                (100, 150, 290),
+                (100, 150, 280),
+            ],
+        ),
+        (
+            // 40 MiB beyond 10 accounted while little is accounted: the floor. Reservations
+            // made later but not yet touched hide it (RSS below the accounted bytes), and the
+            // decay stops at it.
+            "the floor seen while little was accounted outlasts untouched reservations",
+            &[
+                (10, 50, 40),
+                (600, 100, 40),
+                (600, 100, 40),
+                (600, 700, 100),
+                (600, 600, 90),
+            ],
+        ),
+        (
+            // The least reading while little was accounted wins: the first one may have
+            // caught a start-up burst.
+            "the floor is the least reading while little was accounted",
+            &[
+                (0, 80, 80),
+                (0, 30, 70),
+                (40, 80, 60),
+                (900, 100, 50),
+                (900, 100, 40),
+                (900, 100, 30),
+                (900, 100, 30),
+            ],
+        ),
+        (
+            "no floor while everything read was under much accounted memory",
+            &[
+                (600, 500, 0),
+                (600, 650, 50),
+                (600, 600, 40),
+                (600, 600, 30),
+            ],
+        ),
+    ];
+    for (name, readings) in cases {
+        let b = Budget::new(1000 * MIB);
+        let mut held = Vec::new();
+        for (i, &(accounted, rss, want)) in readings.iter().enumerate() {
+            held.clear();
+            held.push(b.reserve(Use::Scrape, accounted * MIB));
+            b.observe(rss * MIB);
+            assert_eq!(
+                b.unaccounted() / MIB,
+                want,
+                "{name}: reading {i} (accounted {accounted} MiB, RSS {rss} MiB)"
+            );
+        }
+    }
+}
+
 #[test]
 fn metrics_follow_the_accounting() {
     let registry = MetricsRegistry::new();

@@ -146,6 +146,8 @@ struct Runner {
     bpf_stats: Option<Box<dyn Fn() -> bpf::Stats + Send>>,
     /// Off-CPU profiling (`off_cpu_threshold > 0`), with its own interval.
     offcpu: OffCpu,
+    /// The memory budget: unwind tables, Python code objects and off-CPU stacks are held in it.
+    budget: Budget,
     symbolizer: Symbolizer,
     unwinder: Unwinder,
     python: Python,
@@ -251,6 +253,7 @@ impl Runner {
         let now = Instant::now();
         let python = Python::new(
             args.python,
+            &budget,
             python::Counters {
                 walked: metrics.python_walked.clone(),
                 failed: metrics.python_failed.clone(),
@@ -268,7 +271,8 @@ impl Runner {
             bpf_stats: None,
             offcpu: OffCpu::off(),
             symbolizer,
-            unwinder: Unwinder::new(budget),
+            unwinder: Unwinder::new(budget.clone()),
+            budget,
             python,
             interval: Interval::new(SystemTime::now()),
             pid_targets: HashMap::new(),
@@ -351,7 +355,8 @@ impl Runner {
                     self.bpf_stats = Some(Box::new(move || lock(&stats).stats()));
                     self.sampler = Some(Box::new(SharedBpf(s)));
                     self.set_mode(Mode::Bpf);
-                    self.offcpu = OffCpu::start(&self.args, true, stack_bytes(), &self.metrics);
+                    self.offcpu =
+                        OffCpu::start(&self.args, true, stack_bytes(), &self.metrics, &self.budget);
                     self.refresh_filter();
                     return;
                 }
@@ -388,7 +393,13 @@ impl Runner {
         tracing::warn!(%reason, "pyroscope.ebpf uses the perf_event_open fallback");
         self.sampler = Some(Box::new(PerfSampler::new(self.args.sample_rate, kernel)));
         self.set_mode(Mode::Perf { reason });
-        self.offcpu = OffCpu::start(&self.args, false, stack_bytes(), &self.metrics);
+        self.offcpu = OffCpu::start(
+            &self.args,
+            false,
+            stack_bytes(),
+            &self.metrics,
+            &self.budget,
+        );
         self.refresh_filter();
     }
 

@@ -24,6 +24,7 @@ use super::args::Arguments;
 use super::metrics::ComponentMetrics;
 use super::profile::{Interval, Shape};
 use super::sample::RawSample;
+use crate::budget::Budget;
 use bpf::{OffCpuSampler, Options, Record, Stats};
 use pair::Pairs;
 
@@ -98,11 +99,13 @@ impl OffCpu {
         bpf_mode: bool,
         stack_bytes: u32,
         metrics: &ComponentMetrics,
+        budget: &Budget,
     ) -> Self {
         let mut this = OffCpu::off();
         if args.off_cpu_threshold <= 0.0 {
             return this;
         }
+        this.pairs = Pairs::new(budget);
         let min_block_ns = args.off_cpu_min_block.as_nanos().min(u64::MAX as u128) as u64;
         let mut status = Status {
             state: "running",
@@ -306,10 +309,10 @@ mod tests {
             crate::syntax::decode::decode_source("forward_to = []").expect("valid");
         let registry = crate::runtime::metrics::MetricsRegistry::new();
         let metrics = super::super::metrics::EbpfMetrics::get(&registry).component("x");
-        let off = OffCpu::start(&args, true, 0, &metrics);
+        let off = OffCpu::start(&args, true, 0, &metrics, &Budget::unlimited());
         assert!(off.status().is_none());
         args.off_cpu_threshold = 0.5;
-        let mut failed = OffCpu::start(&args, false, 0, &metrics);
+        let mut failed = OffCpu::start(&args, false, 0, &metrics, &Budget::unlimited());
         let status = failed.status().expect("status");
         assert_eq!(status.state, "failed");
         assert!(
@@ -347,7 +350,7 @@ mod tests {
         args.targets_only = true;
         let registry = crate::runtime::metrics::MetricsRegistry::new();
         let metrics = super::super::metrics::EbpfMetrics::get(&registry).component("x");
-        let mut off = OffCpu::start(&args, true, 0, &metrics);
+        let mut off = OffCpu::start(&args, true, 0, &metrics, &Budget::unlimited());
         let status = off.status().expect("status");
         assert_eq!((status.state, status.error), ("running", None));
         let too_many: HashSet<u32> = (1..=16_385).collect();

@@ -13,10 +13,14 @@
 //! bounded, the oldest going first, and counted in [`Pairs::evicted`]: with DROP records the
 //! set holds only threads blocked right now, so evictions mean more chosen threads blocked at
 //! once than the bound (~470 whole stack copies): the longest blocks would go unreported.
+//! Their bytes are also held in the memory budget (`use="ebpf"`, normal priority, as queued
+//! profiles are: they are data not yet sent); when the budget has no room, the oldest go first
+//! in the same way, counted alike.
 
 use std::collections::HashMap;
 
 use super::super::sample::RawSample;
+use crate::budget::{Budget, Priority, Reservation, Use};
 
 /// Threads whose stacks may wait for their END record at once.
 const MAX_WAITING: usize = 8192;
@@ -33,10 +37,11 @@ fn size(s: &RawSample) -> usize {
 }
 
 /// Stacks waiting for their block to end.
-#[derive(Default)]
 pub struct Pairs {
     waiting: HashMap<u32, Waiting>,
     bytes: usize,
+    /// `bytes`, held in the memory budget.
+    memory: Reservation,
     /// Stacks dropped to stay within the bounds before their END came.
     pub evicted: u64,
     /// END records whose STACK record was not there (lost, or evicted).
@@ -45,7 +50,24 @@ pub struct Pairs {
     pub orphaned: u64,
 }
 
+impl Default for Pairs {
+    fn default() -> Self {
+        Pairs::new(&Budget::unlimited())
+    }
+}
+
 impl Pairs {
+    pub fn new(budget: &Budget) -> Self {
+        Pairs {
+            waiting: HashMap::new(),
+            bytes: 0,
+            memory: budget.reserve(Use::Ebpf, 0),
+            evicted: 0,
+            unmatched: 0,
+            orphaned: 0,
+        }
+    }
+
     /// A thread left the CPU: its stacks wait for the END record of this switch-out.
     pub fn stack(&mut self, switched_out: u64, sample: RawSample) {
         self.bytes += size(&sample);
@@ -58,7 +80,10 @@ impl Pairs {
         ) {
             self.bytes = self.bytes.saturating_sub(size(&old.sample));
         }
-        while self.waiting.len() > MAX_WAITING || self.bytes > MAX_WAITING_BYTES {
+        while self.waiting.len() > MAX_WAITING
+            || self.bytes > MAX_WAITING_BYTES
+            || !self.memory.try_resize(Priority::Normal, self.bytes as u64)
+        {
             let Some(oldest) = self
                 .waiting
                 .iter()
@@ -117,6 +142,8 @@ impl Pairs {
     fn remove(&mut self, tid: u32) -> Option<RawSample> {
         let w = self.waiting.remove(&tid)?;
         self.bytes = self.bytes.saturating_sub(size(&w.sample));
+        self.memory
+            .resize(self.memory.bytes().min(self.bytes as u64));
         Some(w.sample)
     }
 }
@@ -169,6 +196,26 @@ mod tests {
         assert!(p.end(fit as u32 + 9, u64::from(fit as u32 + 9)).is_some());
         p.retain_threads(&|pid, _| pid != 1);
         assert_eq!((p.waiting(), p.bytes), (0, 0));
+    }
+
+    #[test]
+    fn waiting_stacks_are_held_in_the_memory_budget_oldest_first_when_it_is_short() {
+        // A budget whose normal share (80 %) holds three of these stacks, not four.
+        let one = (size(&sample(1, 0, 100 << 10)) as u64) * 100 / 80;
+        let budget = Budget::new(one * 3 + one / 2);
+        let mut p = Pairs::new(&budget);
+        for tid in 0..4u32 {
+            p.stack(u64::from(tid), sample(1, tid, 100 << 10));
+        }
+        assert_eq!((p.waiting(), p.evicted), (3, 1));
+        assert_eq!(budget.used_by(Use::Ebpf), p.bytes as u64);
+        assert!(p.end(0, 0).is_none(), "the oldest went first");
+        assert!(p.end(3, 3).is_some());
+        assert_eq!(budget.used_by(Use::Ebpf), p.bytes as u64);
+        p.retain_threads(&|_, _| false);
+        assert_eq!(budget.used_by(Use::Ebpf), 0);
+        drop(p);
+        assert_eq!(budget.used(), 0);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! found, is logged once, counted in [`Stats`] (shown in the debug info) and listed in the
 //! component's problems.
 
+pub mod cache;
 pub mod code;
 pub mod detect;
 pub mod offsets;
@@ -25,18 +26,17 @@ use std::sync::Arc;
 
 use prometheus_client::metrics::counter::Counter;
 
+use crate::budget::Budget;
+
 pub use offsets::PyProc;
 
 use super::sample::{PyStack, RawSample, Sampler};
 use super::symbolize::Frame;
+use cache::CodeCache;
 use code::Code;
 use offsets::{Entry, Layout};
 use splice::PyFrame;
 
-/// Most code objects cached over all processes, and their bytes: a long-running service
-/// with thousands of functions stays well under this; past it the cache starts over.
-const MAX_CODES: usize = 65_536;
-const MAX_CODE_BYTES: usize = 32 << 20;
 /// Problems kept for the debug info (newest last).
 const MAX_PROBLEMS: usize = 32;
 /// The name of a frame whose code object could not be read.
@@ -130,8 +130,7 @@ pub struct Python {
     counters: Counters,
     /// Each process with the executable it ran when it was examined.
     procs: HashMap<u32, (ExeId, Proc)>,
-    codes: HashMap<(u32, u64), Arc<Code>>,
-    code_bytes: usize,
+    codes: CodeCache,
     problems: Vec<String>,
     failed: u64,
     unreadable: u64,
@@ -139,13 +138,12 @@ pub struct Python {
 }
 
 impl Python {
-    pub fn new(enabled: bool, counters: Counters) -> Self {
+    pub fn new(enabled: bool, budget: &Budget, counters: Counters) -> Self {
         Python {
             enabled,
             counters,
             procs: HashMap::new(),
-            codes: HashMap::new(),
-            code_bytes: 0,
+            codes: CodeCache::new(budget),
             problems: Vec::new(),
             failed: 0,
             unreadable: 0,
@@ -207,7 +205,6 @@ impl Python {
         }
         self.procs.clear();
         self.codes.clear();
-        self.code_bytes = 0;
     }
 
     /// Forgets every process (a new sampler starts with an empty map).
@@ -316,8 +313,8 @@ impl Python {
 
     /// The code object at `code` in process `pid`, from the cache or read from the process.
     fn code(&mut self, pid: u32, code: u64) -> Option<Arc<Code>> {
-        if let Some(c) = self.codes.get(&(pid, code)) {
-            return Some(c.clone());
+        if let Some(c) = self.codes.get(pid, code) {
+            return Some(c);
         }
         let Some((_, Proc::Walked { layout, mem, .. })) = self.procs.get(&pid) else {
             return None;
@@ -325,12 +322,7 @@ impl Python {
         match code::read_code(mem, code, &layout.code) {
             Ok(c) => {
                 let c = Arc::new(c);
-                if self.codes.len() >= MAX_CODES || self.code_bytes >= MAX_CODE_BYTES {
-                    self.codes.clear();
-                    self.code_bytes = 0;
-                }
-                self.code_bytes += c.size();
-                self.codes.insert((pid, code), c.clone());
+                self.codes.insert(pid, code, c.clone());
                 Some(c)
             }
             Err(e) => {
@@ -394,7 +386,6 @@ impl Python {
         sampler: &mut Option<Box<dyn Sampler>>,
     ) {
         self.codes.clear();
-        self.code_bytes = 0;
         let gone: Vec<u32> = self
             .procs
             .iter()
@@ -451,8 +442,8 @@ impl Python {
                 .count(),
             no_thread_walks: self.no_thread,
             processes_failed: self.failed,
-            codes: self.codes.len(),
-            code_bytes: self.code_bytes,
+            codes: self.codes.count(),
+            code_bytes: self.codes.bytes(),
             unreadable_frames: self.unreadable,
         }
     }
