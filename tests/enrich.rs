@@ -215,3 +215,52 @@ async fn discovered_labels_reach_the_backend_and_follow_the_targets() {
     );
     assert_eq!(targets, Some(1.0), "{text}");
 }
+
+/// A match label no target has (here misspelt): the profiles pass unchanged, and the warning
+/// and gauge say why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_match_label_no_target_has_is_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("pods.json");
+    targets_file(&file, "shop");
+    let rx = PyroscopeReceiver::start().await;
+    let port = free_port();
+    let s = Scraper::start(|_| {
+        config(port, &file, &rx.url()).replace(
+            "target_match_label   = \"pod_ip\"",
+            "target_match_label   = \"podip\"",
+        )
+    })
+    .await;
+    let warned = s
+        .wait(Duration::from_secs(10), |s| {
+            s.logs().contains("no target has the match label")
+        })
+        .await;
+    assert!(warned, "no warning:\n{}", s.logs());
+    let base = format!("http://127.0.0.1:{port}");
+    let up = eventually(Duration::from_secs(10), || {
+        let url = format!("{base}/ingest");
+        async move { reqwest::get(url).await.is_ok() }
+    })
+    .await;
+    assert!(up, "receive_http is not listening:\n{}", s.logs());
+    push(&base, "a", &[("ip", "10.0.0.1")]).await;
+    let a = arrived(&rx, "a", &s).await;
+    assert_eq!(
+        labels(&a),
+        owned(&[("__name__", "memory"), ("service_name", "a"), ("ip", "10.0.0.1")])
+    );
+    let text = s.metrics().await;
+    let id = [("component_id", "pyroscope.enrich.pods")];
+    assert_eq!(
+        metric(&text, "pyroscope_enrich_targets_without_match_label", &id),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric(&text, "pyroscope_enrich_targets", &id),
+        Some(0.0),
+        "{text}"
+    );
+}

@@ -41,6 +41,8 @@
 //! * An empty `target_match_label` is refused (`check` and `run`, at the attribute): Alloy
 //!   accepts it and then matches nothing, silently.
 //! * An update changes `forward_to` too; Alloy's `Update` keeps the receivers it was built with.
+//! * Alloy runs this experimental component only under `--stability.level=experimental`;
+//!   scraper does not gate components by stability (docs/ALLOY-COMPAT.md), so it always runs.
 //! * Metrics and a warning (`events`): Alloy's component has neither. After the component exits,
 //!   profiles appended to it are dropped (Alloy's fanout would still forward them).
 
