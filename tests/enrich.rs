@@ -249,7 +249,11 @@ async fn a_match_label_no_target_has_is_reported() {
     let a = arrived(&rx, "a", &s).await;
     assert_eq!(
         labels(&a),
-        owned(&[("__name__", "memory"), ("service_name", "a"), ("ip", "10.0.0.1")])
+        owned(&[
+            ("__name__", "memory"),
+            ("service_name", "a"),
+            ("ip", "10.0.0.1")
+        ])
     );
     let text = s.metrics().await;
     let id = [("component_id", "pyroscope.enrich.pods")];
