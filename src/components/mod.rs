@@ -47,6 +47,9 @@ pub fn builtin() -> Registry {
             crate::components::pyroscope::relabel::Relabel,
         >("pyroscope.relabel"))
         .with(Registration::new::<
+            crate::components::pyroscope::enrich::Enrich,
+        >("pyroscope.enrich"))
+        .with(Registration::new::<
             crate::components::pyroscope::receive_http::ReceiveHttp,
         >("pyroscope.receive_http"))
         .with(Registration::new::<

@@ -5,7 +5,7 @@
 //! on, following §2.3 of that spec:
 //!
 //! * objects are kind-agnostic JSON kept in memory, for `pods`, `services`, `endpoints`,
-//!   `endpointslices` (namespaced) and `nodes`, `namespaces` (cluster-scoped);
+//!   `endpointslices`, `ingresses` (namespaced) and `nodes`, `namespaces` (cluster-scoped);
 //! * one global resourceVersion counter; every change bumps it, stamps the object and appends an
 //!   event to a log that watches replay from;
 //! * list with `limit`/`continue` paging; get; watch as newline-delimited JSON over a chunked
@@ -54,6 +54,7 @@ const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(1);
 
 const CORE: &str = "/api/v1";
 const DISCOVERY: &str = "/apis/discovery.k8s.io/v1";
+const NETWORKING: &str = "/apis/networking.k8s.io/v1";
 
 /// A resource the fake serves.
 #[derive(Debug)]
@@ -129,6 +130,16 @@ pub const RESOURCES: &[ResourceDef] = &[
         list_kind: "EndpointSliceList",
         api_version: "discovery.k8s.io/v1",
         prefix: DISCOVERY,
+        namespaced: true,
+        fields: &[],
+    },
+    ResourceDef {
+        plural: "ingresses",
+        singular: "ingress",
+        kind: "Ingress",
+        list_kind: "IngressList",
+        api_version: "networking.k8s.io/v1",
+        prefix: NETWORKING,
         namespaced: true,
         fields: &[],
     },
@@ -907,7 +918,7 @@ fn route(path: &str) -> Option<Route> {
         "/apis" => return Some(Route::Groups),
         _ => {}
     }
-    let (prefix, rest) = [CORE, DISCOVERY]
+    let (prefix, rest) = [CORE, DISCOVERY, NETWORKING]
         .into_iter()
         .find_map(|p| path.strip_prefix(p).map(|rest| (p, rest)))?;
     if !rest.is_empty() && !rest.starts_with('/') {
@@ -950,23 +961,22 @@ fn version_info() -> Value {
 }
 
 fn api_groups() -> Value {
-    let version = json!({"groupVersion": "discovery.k8s.io/v1", "version": "v1"});
+    let group = |name: &str| {
+        let version = json!({"groupVersion": format!("{name}/v1"), "version": "v1"});
+        json!({"name": name, "versions": [version], "preferredVersion": version})
+    };
     json!({
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [{
-            "name": "discovery.k8s.io",
-            "versions": [version],
-            "preferredVersion": version,
-        }],
+        "groups": [group("discovery.k8s.io"), group("networking.k8s.io")],
     })
 }
 
 fn api_resources(prefix: &str) -> Value {
-    let group_version = if prefix == CORE {
-        "v1"
-    } else {
-        "discovery.k8s.io/v1"
+    let group_version = match prefix {
+        CORE => "v1",
+        NETWORKING => "networking.k8s.io/v1",
+        _ => "discovery.k8s.io/v1",
     };
     let resources: Vec<Value> = RESOURCES
         .iter()

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
 
 /// `(namespace, name)`.
 pub type Key = (String, String);
@@ -65,4 +66,5 @@ pub struct Caches {
     pub services: Cache<Service>,
     pub endpoints: Cache<Endpoints>,
     pub endpointslices: Cache<EndpointSlice>,
+    pub ingresses: Cache<Ingress>,
 }

@@ -155,6 +155,7 @@ impl ComponentMetrics {
             Resource::Services,
             Resource::Endpoints,
             Resource::EndpointSlices,
+            Resource::Ingresses,
         ];
         for r in resources {
             for k in [EventKind::Add, EventKind::Update, EventKind::Delete] {

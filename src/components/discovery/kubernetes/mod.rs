@@ -38,7 +38,7 @@
 //! timeouts, relists and backoff), `outage` (which watches are failing, for health and logs), `state` (caches,
 //! groups, relist semantics), `role`
 //! (what each role watches and rebuilds), and one file per role's target builder (`pod`,
-//! `node`, `service`, `endpoints`, `endpointslice`) plus `attach` and `labels` which they share.
+//! `node`, `service`, `endpoints`, `endpointslice`, `ingress`) plus `attach` and `labels` which they share.
 
 mod args;
 mod attach;
@@ -47,6 +47,7 @@ mod client;
 mod endpoints;
 mod endpointslice;
 mod events;
+mod ingress;
 mod labels;
 mod metrics;
 mod node;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::AttachMetadata;
 use super::cache::{Caches, Key};
 use super::state::Object;
-use super::{endpoints, endpointslice, node, pod, service};
+use super::{endpoints, endpointslice, ingress, node, pod, service};
 use crate::labels::LabelSet;
 
 /// `role = "..."`.
@@ -23,6 +23,7 @@ pub enum Role {
     Service,
     Endpoints,
     EndpointSlice,
+    Ingress,
 }
 
 impl Role {
@@ -33,6 +34,7 @@ impl Role {
             Role::Service => "service",
             Role::Endpoints => "endpoints",
             Role::EndpointSlice => "endpointslice",
+            Role::Ingress => "ingress",
         }
     }
 
@@ -44,6 +46,7 @@ impl Role {
             Role::Service => Resource::Services,
             Role::Endpoints => Resource::Endpoints,
             Role::EndpointSlice => Resource::EndpointSlices,
+            Role::Ingress => Resource::Ingresses,
         }
     }
 
@@ -70,8 +73,9 @@ impl Role {
             Role::Service => vec![Role::Service],
             Role::Endpoints => vec![Role::Endpoints, Role::Pod, Role::Service],
             Role::EndpointSlice => vec![Role::EndpointSlice, Role::Pod, Role::Service],
+            Role::Ingress => vec![Role::Ingress],
         };
-        if attach.node && self != Role::Node && self != Role::Service {
+        if attach.node && !matches!(self, Role::Node | Role::Service | Role::Ingress) {
             r.push(Role::Node);
         }
         r
@@ -102,6 +106,10 @@ impl Role {
                 .endpointslices
                 .get(ns, name)
                 .map(|e| endpointslice::targets(e, caches, attach)),
+            Role::Ingress => caches
+                .ingresses
+                .get(ns, name)
+                .map(|i| ingress::targets(i, caches, attach)),
         }
         .unwrap_or_default()
     }
@@ -116,7 +124,7 @@ impl Role {
         match self {
             Role::Pod => attach.node || attach.namespace,
             Role::Node => false,
-            Role::Service => attach.namespace,
+            Role::Service | Role::Ingress => attach.namespace,
             Role::Endpoints | Role::EndpointSlice => true,
         }
     }
@@ -136,6 +144,7 @@ impl Role {
             (Role::EndpointSlice, Object::EndpointSlice(e)) => {
                 endpointslice::targets(e, caches, attach)
             }
+            (Role::Ingress, Object::Ingress(i)) => ingress::targets(i, caches, attach),
             _ => Vec::new(),
         }
     }
@@ -184,7 +193,7 @@ impl FromStr for Role {
             "service" => Role::Service,
             "endpoints" => Role::Endpoints,
             "endpointslice" => Role::EndpointSlice,
-            // Alloy accepts `ingress`; we have no ingress targets to scrape profiles from.
+            "ingress" => Role::Ingress,
             other => return Err(format!("unknown Kubernetes SD role {other:?}")),
         })
     }
@@ -206,6 +215,7 @@ pub enum Resource {
     Services,
     Endpoints,
     EndpointSlices,
+    Ingresses,
 }
 
 impl Resource {
@@ -217,6 +227,7 @@ impl Resource {
             Resource::Services => "service",
             Resource::Endpoints => "endpoints",
             Resource::EndpointSlices => "endpointslice",
+            Resource::Ingresses => "ingress",
         }
     }
 

@@ -16,12 +16,13 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::AttachMetadata;
 use super::cache::{Caches, Key};
 use super::role::{Affected, Resource, Role};
-use super::{endpoints, endpointslice, node, pod, service};
+use super::{endpoints, endpointslice, ingress, node, pod, service};
 use crate::labels::LabelSet;
 
 /// One watched object, slimmed down to what target building needs.
@@ -36,6 +37,7 @@ pub enum Object {
     Service(Service),
     Endpoints(Endpoints),
     EndpointSlice(EndpointSlice),
+    Ingress(Ingress),
 }
 
 impl Object {
@@ -47,6 +49,7 @@ impl Object {
             Object::Service(_) => Resource::Services,
             Object::Endpoints(_) => Resource::Endpoints,
             Object::EndpointSlice(_) => Resource::EndpointSlices,
+            Object::Ingress(_) => Resource::Ingresses,
         }
     }
 
@@ -58,6 +61,7 @@ impl Object {
             Object::Service(o) => &o.metadata,
             Object::Endpoints(o) => &o.metadata,
             Object::EndpointSlice(o) => &o.metadata,
+            Object::Ingress(o) => &o.metadata,
         };
         (
             meta.namespace.clone().unwrap_or_default(),
@@ -98,6 +102,10 @@ impl Object {
                 metadata,
                 ..Default::default()
             }),
+            Object::Ingress(_) => Object::Ingress(Ingress {
+                metadata,
+                ..Default::default()
+            }),
         }
     }
 
@@ -115,6 +123,7 @@ impl Object {
             Object::Service(o) => Object::Service(service::slim(o)),
             Object::Endpoints(o) => Object::Endpoints(endpoints::slim(o)),
             Object::EndpointSlice(o) => Object::EndpointSlice(endpointslice::slim(o)),
+            Object::Ingress(o) => Object::Ingress(ingress::slim(o)),
         }
     }
 }
@@ -271,6 +280,7 @@ impl State {
             (Resource::Services, c.services.len()),
             (Resource::Endpoints, c.endpoints.len()),
             (Resource::EndpointSlices, c.endpointslices.len()),
+            (Resource::Ingresses, c.ingresses.len()),
         ]
     }
 
@@ -344,6 +354,7 @@ impl State {
             Object::Service(o) => c.services.insert(key, o).is_some(),
             Object::Endpoints(o) => c.endpoints.insert(key, o).is_some(),
             Object::EndpointSlice(o) => c.endpointslices.insert(key, o).is_some(),
+            Object::Ingress(o) => c.ingresses.insert(key, o).is_some(),
         }
     }
 
@@ -356,6 +367,7 @@ impl State {
             Resource::Services => c.services.remove(key).is_some(),
             Resource::Endpoints => c.endpoints.remove(key).is_some(),
             Resource::EndpointSlices => c.endpointslices.remove(key).is_some(),
+            Resource::Ingresses => c.ingresses.remove(key).is_some(),
         }
     }
 
@@ -368,6 +380,7 @@ impl State {
             Resource::Services => c.services.keys().cloned().collect(),
             Resource::Endpoints => c.endpoints.keys().cloned().collect(),
             Resource::EndpointSlices => c.endpointslices.keys().cloned().collect(),
+            Resource::Ingresses => c.ingresses.keys().cloned().collect(),
         }
     }
 

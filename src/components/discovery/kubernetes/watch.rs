@@ -8,6 +8,7 @@ use futures::stream::BoxStream;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::Api;
 use serde::de::DeserializeOwned;
 
@@ -45,6 +46,7 @@ fn selector_role(resource: Resource) -> Option<Role> {
         Resource::Services => Some(Role::Service),
         Resource::Endpoints => Some(Role::Endpoints),
         Resource::EndpointSlices => Some(Role::EndpointSlice),
+        Resource::Ingresses => Some(Role::Ingress),
         Resource::Namespaces => None,
     }
 }
@@ -76,6 +78,7 @@ pub fn stream(
         Resource::EndpointSlices => {
             namespaced::<EndpointSlice>(client, ns, cfg, timeouts, Object::EndpointSlice)
         }
+        Resource::Ingresses => namespaced::<Ingress>(client, ns, cfg, timeouts, Object::Ingress),
         Resource::Nodes => watcher::run(Api::<Node>::all(client), cfg, timeouts, Object::Node),
         Resource::Namespaces => watcher::run(
             Api::<Namespace>::all(client),
