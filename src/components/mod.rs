@@ -52,4 +52,7 @@ pub fn builtin() -> Registry {
         .with(Registration::new::<
             crate::components::otelcol::exporter_otlphttp::OtlpHttpProfiles,
         >("otelcol.exporter.otlphttp_profiles"))
+        .with(Registration::new::<
+            crate::components::otelcol::receiver_otlp::ReceiverOtlp,
+        >("otelcol.receiver.otlp"))
 }
