@@ -53,6 +53,9 @@ pub fn builtin() -> Registry {
             crate::components::otelcol::exporter_otlphttp::OtlpHttpProfiles,
         >("otelcol.exporter.otlphttp_profiles"))
         .with(Registration::new::<
+            crate::components::otelcol::exporter_otlp::OtlpGrpcProfiles,
+        >("otelcol.exporter.otlp"))
+        .with(Registration::new::<
             crate::components::otelcol::receiver_otlp::ReceiverOtlp,
         >("otelcol.receiver.otlp"))
 }
