@@ -108,11 +108,45 @@ struct GrpcBlock {
     #[serde(default)]
     write_buffer_size: Option<String>,
     #[serde(default)]
-    keepalive: Option<RawValue>,
+    keepalive: Option<KeepaliveBlock>,
     #[serde(default)]
     auth: Option<RawValue>,
     #[serde(default)]
     include_metadata: Option<bool>,
+}
+
+/// Alloy's `KeepaliveServerArguments` (accepted, not applied).
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct KeepaliveBlock {
+    #[serde(default)]
+    server_parameters: Option<KeepaliveParameters>,
+    #[serde(default)]
+    enforcement_policy: Option<KeepalivePolicy>,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct KeepaliveParameters {
+    #[serde(default)]
+    max_connection_idle: Option<Duration>,
+    #[serde(default)]
+    max_connection_age: Option<Duration>,
+    #[serde(default)]
+    max_connection_age_grace: Option<Duration>,
+    #[serde(default)]
+    time: Option<Duration>,
+    #[serde(default)]
+    timeout: Option<Duration>,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct KeepalivePolicy {
+    #[serde(default)]
+    min_time: Option<Duration>,
+    #[serde(default)]
+    permit_without_stream: Option<bool>,
 }
 
 #[derive(Deserialize)]
