@@ -20,7 +20,6 @@ const PASSING: usize = 32;
 /// Components docs/ALLOY-COMPAT.md lists as not implemented, and the namespaces out of scope.
 const NOT_IMPLEMENTED: &[&str] = &[
     "pyroscope.enrich",
-    "otelcol.receiver.otlp",
     "pyroscope.java",
     "beyla.ebpf",
 ];
