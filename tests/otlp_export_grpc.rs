@@ -89,8 +89,10 @@ async fn export(State(c): State<Capture>, req: Request) -> Response {
         let mut r = Response::new(Body::empty());
         r.headers_mut()
             .insert("grpc-status", HeaderValue::from(status as u16));
-        r.headers_mut()
-            .insert("grpc-message", HeaderValue::from_static("scripted%20failure"));
+        r.headers_mut().insert(
+            "grpc-message",
+            HeaderValue::from_static("scripted%20failure"),
+        );
         r
     };
     r.headers_mut()
@@ -110,7 +112,14 @@ async fn grpc_server(capture: Capture) -> String {
     addr.to_string()
 }
 
-fn start(body: &str) -> (Arc<OtlpGrpcProfiles>, Arc<Receiver>, MetricsRegistry, CancellationToken) {
+fn start(
+    body: &str,
+) -> (
+    Arc<OtlpGrpcProfiles>,
+    Arc<Receiver>,
+    MetricsRegistry,
+    CancellationToken,
+) {
     use scraper::syntax::eval::{Scope, eval_body};
     use scraper::syntax::parser::parse_file;
     let (file, diags) = parse_file(body);
@@ -160,7 +169,11 @@ fn expected(p: &Pprof) -> BTreeMap<(String, Vec<String>), i64> {
             for id in &sample.location_id {
                 let l = p.location.iter().find(|l| l.id == *id).expect("location");
                 for ln in &l.line {
-                    let f = p.function.iter().find(|f| f.id == ln.function_id).expect("fn");
+                    let f = p
+                        .function
+                        .iter()
+                        .find(|f| f.id == ln.function_id)
+                        .expect("fn");
                     stack.push(s(f.name));
                 }
             }
@@ -230,7 +243,11 @@ async fn grpc_export_decodes_with_opentelemetry_proto() {
     let (component, receiver, metrics, shutdown) = start(&format!(
         "client {{\n endpoint = \"{addr}\"\n headers = {{ \"X-Scope-OrgID\" = \"team-a\" }}\n tls {{\n  insecure = true\n }}\n}}\nretry_on_failure {{\n initial_interval = \"10ms\"\n max_interval = \"100ms\"\n}}\nqueue_config {{\n senders = 1\n}}\n"
     ));
-    let names = ["goapp-heap-1.pb.gz", "prometheus-mutex-1.pb.gz", "goapp-block-2.pb.gz"];
+    let names = [
+        "goapp-heap-1.pb.gz",
+        "prometheus-mutex-1.pb.gz",
+        "goapp-block-2.pb.gz",
+    ];
     let fixtures: Vec<(Vec<u8>, Pprof)> = names.iter().map(|n| fixture(n)).collect();
     for (i, (raw, _)) in fixtures.iter().enumerate() {
         receiver.append(vec![Profile::new(
@@ -256,7 +273,10 @@ async fn grpc_export_decodes_with_opentelemetry_proto() {
         assert_eq!(c.headers["x-scope-orgid"], "team-a");
         assert!(c.headers.contains_key("grpc-timeout"));
     }
-    assert_eq!(calls[0].message, calls[1].message, "the retry resends the same request");
+    assert_eq!(
+        calls[0].message, calls[1].message,
+        "the retry resends the same request"
+    );
     // Calls 1 (first profile), 2 (second, refused) and 3 (third) decode with the third-party
     // messages to exactly the source profiles' values.
     let mut compared = 0;
@@ -276,5 +296,7 @@ async fn grpc_export_decodes_with_opentelemetry_proto() {
     assert_eq!(dropped, 1.0, "{text}");
     shutdown.cancel();
     drop(component);
-    eprintln!("opentelemetry-proto decoded {compared} (type, stack) values from gRPC calls, all equal");
+    eprintln!(
+        "opentelemetry-proto decoded {compared} (type, stack) values from gRPC calls, all equal"
+    );
 }

@@ -72,8 +72,10 @@ fn cpu_profile(service: &str, base: i64, split: Option<&str>) -> Value {
         json!({"stack": [f("other", 7), f("main", 1)], "value": base + 2}),
     ];
     if let Some(svc) = split {
-        samples.push(json!({"stack": [f("split", 5), f("main", 1)], "value": base + 3,
-                            "attributes": {"service.name": svc}}));
+        samples.push(
+            json!({"stack": [f("split", 5), f("main", 1)], "value": base + 3,
+                            "attributes": {"service.name": svc}}),
+        );
     }
     json!({
         "resource": {"service.name": service, "host.name": "otel-host"},
@@ -112,7 +114,10 @@ fn expected(desc: &Value, service: &str) -> BTreeMap<Vec<String>, i64> {
 }
 
 /// The store's merged `process_cpu` profile for `service`, as stack -> value, and its series.
-fn stored(store: &Path, service: &str) -> (BTreeMap<Vec<String>, i64>, Vec<Vec<(String, String)>>) {
+/// Leaf-first function names -> value.
+type Stacks = BTreeMap<Vec<String>, i64>;
+
+fn stored(store: &Path, service: &str) -> (Stacks, Vec<Vec<(String, String)>>) {
     use scraper::query::source::{ProfileSource as _, ProfileType, Query};
     let source = scraper::query::local::LocalSource::open(store).expect("open store");
     let now = SystemTime::now();
@@ -245,13 +250,22 @@ pyroscope.store "local" {{
 
     // gRPC, the message gzip-compressed as grpc-go's gzip compressor sends it.
     let gz = scraper::pprof::gzip(&grpc_req, 6);
-    let (status, message) = grpc_call(&grpc_addr, frame(&gz, true), &[("grpc-encoding", "gzip")]).await;
-    assert_eq!((status.as_str(), message.as_str()), ("0", ""), "{}", scraper.logs());
+    let (status, message) =
+        grpc_call(&grpc_addr, frame(&gz, true), &[("grpc-encoding", "gzip")]).await;
+    assert_eq!(
+        (status.as_str(), message.as_str()),
+        ("0", ""),
+        "{}",
+        scraper.logs()
+    );
     // HTTP, protobuf with a gzip Content-Encoding.
     let status = http_post(
         &http_url,
         scraper::pprof::gzip(&http_req, 6),
-        &[("content-type", "application/x-protobuf"), ("content-encoding", "gzip")],
+        &[
+            ("content-type", "application/x-protobuf"),
+            ("content-encoding", "gzip"),
+        ],
     )
     .await;
     assert_eq!(status, 200, "{}", scraper.logs());
@@ -263,7 +277,11 @@ pyroscope.store "local" {{
         if info["debugInfo"]["written_total"].as_u64().unwrap_or(0) >= 3 {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "store: {info}\n{}", scraper.logs());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "store: {info}\n{}",
+            scraper.logs()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let info = scraper.component("otelcol.receiver.otlp.in").await;
@@ -274,12 +292,25 @@ pyroscope.store "local" {{
     let (status, message) = grpc_call(&grpc_addr, frame(b"\xff\xff", false), &[]).await;
     assert_eq!(status, "3", "INVALID_ARGUMENT: {message}");
     assert!(message.contains("protobuf"), "{message}");
-    let (status, _) = grpc_call(&grpc_addr, frame(&grpc_req, true), &[("grpc-encoding", "snappy")]).await;
+    let (status, _) = grpc_call(
+        &grpc_addr,
+        frame(&grpc_req, true),
+        &[("grpc-encoding", "snappy")],
+    )
+    .await;
     assert_eq!(status, "12", "UNIMPLEMENTED");
     let big = vec![0u8; 2 << 20];
     let ct = [("content-type", "application/x-protobuf")];
     assert_eq!(http_post(&http_url, big, &ct).await, 413);
-    assert_eq!(http_post(&http_url, http_req.clone(), &[("content-type", "text/plain")]).await, 415);
+    assert_eq!(
+        http_post(
+            &http_url,
+            http_req.clone(),
+            &[("content-type", "text/plain")]
+        )
+        .await,
+        415
+    );
     assert_eq!(http_post(&http_url, b"\x0a\xff".to_vec(), &ct).await, 400);
     let info = scraper.component("otelcol.receiver.otlp.in").await;
     assert_eq!(info["health"]["state"], "unhealthy", "{info}");
@@ -289,7 +320,10 @@ pyroscope.store "local" {{
         metrics.contains("otelcol_receiver_otlp_requests_total{component_id=\"otelcol.receiver.otlp.in\",component_path=\"/\",transport=\"grpc\",status=\"INVALID_ARGUMENT\"} 1"),
         "{metrics}"
     );
-    assert!(scraper.logs().contains("output > traces"), "ignored outputs are warned about");
+    assert!(
+        scraper.logs().contains("output > traces"),
+        "ignored outputs are warned about"
+    );
 
     drop(scraper);
     for (desc, service) in [
@@ -303,10 +337,19 @@ pyroscope.store "local" {{
         assert_eq!(got, want, "{service}: stacks and values");
         assert_eq!(series.len(), 1, "{service}: {series:?}");
         let labels: BTreeMap<_, _> = series[0].iter().cloned().collect();
-        assert_eq!(labels.get("__name__").map(String::as_str), Some("process_cpu"));
+        assert_eq!(
+            labels.get("__name__").map(String::as_str),
+            Some("process_cpu")
+        );
         assert_eq!(labels.get("__delta__").map(String::as_str), Some("false"));
-        assert_eq!(labels.get("host.name").map(String::as_str), Some("otel-host"));
-        assert_eq!(labels.get("service_name").map(String::as_str), Some(service));
+        assert_eq!(
+            labels.get("host.name").map(String::as_str),
+            Some("otel-host")
+        );
+        assert_eq!(
+            labels.get("service_name").map(String::as_str),
+            Some(service)
+        );
         eprintln!("{service}: {} stacks equal, labels {labels:?}", got.len());
     }
 }

@@ -297,10 +297,12 @@ impl Endpoint {
                 .otlp_request(&entry, gzip)
                 .await
                 .map(|body| (body, entry.raw.len())),
-            Protocol::OtlpGrpc { gzip } => self
-                .otlp_request(&entry, gzip)
-                .await
-                .map(|body| (crate::protocols::otlp::grpc::frame(&body, gzip), entry.raw.len())),
+            Protocol::OtlpGrpc { gzip } => self.otlp_request(&entry, gzip).await.map(|body| {
+                (
+                    crate::protocols::otlp::grpc::frame(&body, gzip),
+                    entry.raw.len(),
+                )
+            }),
         };
         let (body, sent_bytes) = match prepared {
             Ok(prepared) => prepared,
@@ -502,7 +504,9 @@ impl Endpoint {
                     headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
                 }
             }
-            Protocol::OtlpGrpc { gzip } => super::otlp::grpc_headers(&mut headers, gzip, s.remote_timeout),
+            Protocol::OtlpGrpc { gzip } => {
+                super::otlp::grpc_headers(&mut headers, gzip, s.remote_timeout)
+            }
         }
         let request = self
             .client

@@ -48,7 +48,10 @@ pub fn classify_otlp_response(
 /// HTTP/2), the message encoding and the deadline.
 pub fn grpc_headers(headers: &mut HeaderMap, gzip: bool, timeout: Duration) {
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(grpc::CONTENT_TYPE));
-    headers.insert(HeaderName::from_static("te"), HeaderValue::from_static("trailers"));
+    headers.insert(
+        HeaderName::from_static("te"),
+        HeaderValue::from_static("trailers"),
+    );
     if gzip {
         headers.insert(
             HeaderName::from_static("grpc-encoding"),
@@ -152,7 +155,8 @@ pub async fn classify_grpc_response(
         .filter(|(compressed, _)| !compressed)
         .map(|(_, m)| m)
         .unwrap_or_default();
-    let response = <ExportProfilesServiceResponse as prost::Message>::decode(message).unwrap_or_default();
+    let response =
+        <ExportProfilesServiceResponse as prost::Message>::decode(message).unwrap_or_default();
     Ok(response.partial_success.unwrap_or_default())
 }
 

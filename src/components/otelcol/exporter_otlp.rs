@@ -194,7 +194,9 @@ impl Arguments {
     fn spec(&self) -> Result<EndpointSpec, BoxError> {
         let c = &self.client;
         if c.auth.is_some() {
-            return Err("client > auth: otelcol.auth.* components are not supported by scraper".into());
+            return Err(
+                "client > auth: otelcol.auth.* components are not supported by scraper".into(),
+            );
         }
         let gzip = gzip(&c.compression)?;
         let base = self.base_url()?;
@@ -381,9 +383,18 @@ mod tests {
                 "client {\n endpoint = \"c:4317\"\n tls {\n  insecure = true\n }\n}",
                 Ok("http://c:4317"),
             ),
-            ("client {\n endpoint = \"http://c:4317/\"\n}", Ok("http://c:4317")),
-            ("client {\n endpoint = \"https://c\"\n tls {\n  insecure = true\n }\n}", Ok("https://c")),
-            ("client {\n endpoint = \"unix:///x\"\n}", Err("only http://")),
+            (
+                "client {\n endpoint = \"http://c:4317/\"\n}",
+                Ok("http://c:4317"),
+            ),
+            (
+                "client {\n endpoint = \"https://c\"\n tls {\n  insecure = true\n }\n}",
+                Ok("https://c"),
+            ),
+            (
+                "client {\n endpoint = \"unix:///x\"\n}",
+                Err("only http://"),
+            ),
             ("client {\n endpoint = \"\"\n}", Err("must not be empty")),
         ];
         for (src, want) in cases {
@@ -394,7 +405,9 @@ mod tests {
                 (got, want) => panic!("{src}: {got:?}, want {want:?}"),
             }
         }
-        let a = decode("client {\n endpoint = \"c:4317\"\n}\ntimeout = \"2s\"\nsending_queue {\n enabled = true\n}");
+        let a = decode(
+            "client {\n endpoint = \"c:4317\"\n}\ntimeout = \"2s\"\nsending_queue {\n enabled = true\n}",
+        );
         assert_eq!(a.timeout, Duration::from_secs(2));
         assert_eq!(a.ignored(), ["sending_queue"]);
         let spec = a.spec().expect("spec");

@@ -15,7 +15,8 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 /// The method's path.
-pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export";
+pub const EXPORT_PATH: &str =
+    "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export";
 /// `Content-Type` of gRPC requests and answers (with protobuf messages).
 pub const CONTENT_TYPE: &str = "application/grpc";
 
@@ -174,7 +175,9 @@ pub fn decode_message(text: &str) -> String {
 }
 
 fn hex(c: u8) -> Option<u8> {
-    char::from(c).to_digit(16).and_then(|d| u8::try_from(d).ok())
+    char::from(c)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
 }
 
 #[cfg(test)]

@@ -50,7 +50,9 @@ pub struct Ingested {
 pub enum IngestError {
     #[error("missing profile metadata dictionary")]
     NoDictionary,
-    #[error("failed to convert otel profile (resource {resource}, scope {scope}, profile {profile}): {source}")]
+    #[error(
+        "failed to convert otel profile (resource {resource}, scope {scope}, profile {profile}): {source}"
+    )]
     Convert {
         resource: usize,
         scope: usize,
@@ -90,7 +92,10 @@ fn resource_service_name(attrs: &[KeyValue]) -> String {
 /// absent here; the conversion reports it).
 fn sample_service(s: &otlp::Sample, dict: &otlp::ProfilesDictionary) -> String {
     for &a in &s.attribute_indices {
-        let Some(kv) = usize::try_from(a).ok().and_then(|i| dict.attribute_table.get(i)) else {
+        let Some(kv) = usize::try_from(a)
+            .ok()
+            .and_then(|i| dict.attribute_table.get(i))
+        else {
             continue;
         };
         let key = usize::try_from(kv.key_strindex)
@@ -129,7 +134,12 @@ fn name_and_normalise(p: &mut pprof::Profile) -> String {
         Some(pt) if p.period != 0 => (text(p, pt.r#type).to_owned(), text(p, pt.unit).to_owned()),
         _ => (String::new(), String::new()),
     };
-    match (ty.as_str(), unit.as_str(), period_type.as_str(), period_unit.as_str()) {
+    match (
+        ty.as_str(),
+        unit.as_str(),
+        period_type.as_str(),
+        period_unit.as_str(),
+    ) {
         ("samples", "count", "cpu", "nanoseconds") => {
             let cpu = p.string_table.len() as i64;
             p.string_table.push("cpu".to_owned());
@@ -156,7 +166,7 @@ fn name_and_normalise(p: &mut pprof::Profile) -> String {
 /// Appends the non-empty string attributes whose key is not `seen` yet.
 fn append_attributes(labels: &mut Vec<Label>, attrs: &[KeyValue], seen: &mut Vec<String>) {
     for kv in attrs {
-        if seen.iter().any(|k| *k == kv.key) {
+        if seen.contains(&kv.key) {
             continue;
         }
         if let Some(v) = string_value(kv) {
@@ -168,7 +178,10 @@ fn append_attributes(labels: &mut Vec<Label>, attrs: &[KeyValue], seen: &mut Vec
 
 /// Every profile of `req`, converted as Pyroscope converts it; `now_nanos` stands in for a
 /// missing timestamp.
-pub fn ingest(req: &ExportProfilesServiceRequest, now_nanos: i64) -> Result<Vec<Ingested>, IngestError> {
+pub fn ingest(
+    req: &ExportProfilesServiceRequest,
+    now_nanos: i64,
+) -> Result<Vec<Ingested>, IngestError> {
     let dict = req.dictionary.as_ref().ok_or(IngestError::NoDictionary)?;
     let mut out = Vec::new();
     for (ri, rp) in req.resource_profiles.iter().enumerate() {

@@ -1,8 +1,8 @@
 use super::*;
 use crate::protocols::otlp::proto::common::v1::{AnyValue, InstrumentationScope};
 use crate::protocols::otlp::proto::profiles::v1development::{
-    Function, KeyValueAndUnit, Line, Location, ProfilesDictionary, ResourceProfiles,
-    ScopeProfiles, Stack, ValueType,
+    Function, KeyValueAndUnit, Line, Location, ProfilesDictionary, ResourceProfiles, ScopeProfiles,
+    Stack, ValueType,
 };
 use crate::protocols::otlp::proto::resource::v1::Resource;
 
@@ -21,8 +21,17 @@ fn kv(key: &str, value: &str) -> KeyValue {
 /// 1 service.name=a, 2 service.name=b, 3 thread=t1.
 fn dictionary() -> ProfilesDictionary {
     let strings = [
-        "", "samples", "count", "cpu", "nanoseconds", "main", "work", "service.name", "thread",
-        "alloc_space", "bytes",
+        "",
+        "samples",
+        "count",
+        "cpu",
+        "nanoseconds",
+        "main",
+        "work",
+        "service.name",
+        "thread",
+        "alloc_space",
+        "bytes",
     ];
     let attr = |key: i32, value: &str| KeyValueAndUnit {
         key_strindex: key,
@@ -134,7 +143,10 @@ fn cpu_samples_are_split_by_service_and_converted_to_nanoseconds() {
     let resource = vec![kv("host.name", "h1"), kv(EXECUTABLE_NAME_ATTRIBUTE, "app")];
     let got = ingest(&request(profile, resource), 42).expect("ingests");
     let services: Vec<_> = got.iter().map(|i| label(i, "service_name")).collect();
-    assert_eq!(services, [Some("a"), Some("b"), Some("unknown_service:app")]);
+    assert_eq!(
+        services,
+        [Some("a"), Some("b"), Some("unknown_service:app")]
+    );
     for i in &got {
         assert_eq!(label(i, "__name__"), Some("process_cpu"));
         assert_eq!(label(i, "__delta__"), Some("false"));
@@ -143,7 +155,10 @@ fn cpu_samples_are_split_by_service_and_converted_to_nanoseconds() {
         assert_eq!(label(i, "scope.attr"), Some("s"));
         let p = &i.profile;
         let st = p.sample_type[0];
-        assert_eq!((text(p, st.r#type), text(p, st.unit)), ("cpu", "nanoseconds"));
+        assert_eq!(
+            (text(p, st.r#type), text(p, st.unit)),
+            ("cpu", "nanoseconds")
+        );
         assert_eq!(p.duration_nanos, DEFAULT_DURATION_NANOS);
         assert_eq!(p.time_nanos, 1_700_000_000_000_000_000);
     }
@@ -153,7 +168,11 @@ fn cpu_samples_are_split_by_service_and_converted_to_nanoseconds() {
         .collect();
     assert_eq!(
         values,
-        [vec![100_000_000, 150_000_000], vec![50_000_000], vec![200_000_000]]
+        [
+            vec![100_000_000, 150_000_000],
+            vec![50_000_000],
+            vec![200_000_000]
+        ]
     );
     // `service.name` is a series label, not a sample label; other attributes stay.
     let a = &got[0].profile;
@@ -206,7 +225,8 @@ fn bad_requests_are_refused() {
     };
     let err = ingest(&request(profile, Vec::new()), 0).unwrap_err();
     assert!(
-        err.to_string().contains("stack_table index 9 is out of range"),
+        err.to_string()
+            .contains("stack_table index 9 is out of range"),
         "{err}"
     );
     let none = otlp::Profile::default();

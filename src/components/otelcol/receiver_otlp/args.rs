@@ -188,9 +188,13 @@ struct HttpBlock {
 /// Arguments that decode but cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArgumentsError {
-    #[error("must specify at least one protocol (a grpc or an http block) when using otelcol.receiver.otlp")]
+    #[error(
+        "must specify at least one protocol (a grpc or an http block) when using otelcol.receiver.otlp"
+    )]
     NoProtocol,
-    #[error("{0} > tls: TLS is not supported by scraper's otelcol.receiver.otlp; terminate TLS in front of it (a proxy or a sidecar) and listen on a local address")]
+    #[error(
+        "{0} > tls: TLS is not supported by scraper's otelcol.receiver.otlp; terminate TLS in front of it (a proxy or a sidecar) and listen on a local address"
+    )]
     Tls(&'static str),
     #[error("{0} > auth: otelcol.auth.* components are not supported by scraper")]
     Auth(&'static str),
@@ -275,7 +279,10 @@ impl GrpcBlock {
                 self.max_concurrent_streams.is_some(),
                 "grpc > max_concurrent_streams",
             ),
-            (self.include_metadata == Some(true), "grpc > include_metadata"),
+            (
+                self.include_metadata == Some(true),
+                "grpc > include_metadata",
+            ),
         ] {
             if set {
                 ignored.push(name);
@@ -316,15 +323,24 @@ impl HttpBlock {
         }
         for (set, name) in [
             (self.cors.is_some(), "http > cors"),
-            (self.include_metadata == Some(true), "http > include_metadata"),
+            (
+                self.include_metadata == Some(true),
+                "http > include_metadata",
+            ),
             (
                 self.compression_algorithms.is_some(),
                 "http > compression_algorithms",
             ),
-            (self.keep_alives_enabled.is_some(), "http > keep_alives_enabled"),
+            (
+                self.keep_alives_enabled.is_some(),
+                "http > keep_alives_enabled",
+            ),
             (self.idle_timeout.is_some(), "http > idle_timeout"),
             (self.write_timeout.is_some(), "http > write_timeout"),
-            (self.read_header_timeout.is_some(), "http > read_header_timeout"),
+            (
+                self.read_header_timeout.is_some(),
+                "http > read_header_timeout",
+            ),
             (self.traces_url_path.is_some(), "http > traces_url_path"),
             (self.metrics_url_path.is_some(), "http > metrics_url_path"),
             (self.logs_url_path.is_some(), "http > logs_url_path"),

@@ -111,10 +111,7 @@ fn bad_arguments() {
             "http {\n endpoint = \"::1:4318\"\n}\noutput {}",
             "in brackets",
         ),
-        (
-            "http {\n endpoint = \"a:b\"\n}\noutput {}",
-            "invalid port",
-        ),
+        ("http {\n endpoint = \"a:b\"\n}\noutput {}", "invalid port"),
         (
             "http {\n max_request_body_size = \"lots\"\n}\noutput {}",
             "http > max_request_body_size: invalid size",

@@ -213,10 +213,19 @@ impl ReceiverOtlp {
         let s = lock(&self.servers);
         let mut instances = Vec::new();
         if let Some(b) = &s.grpc {
-            let app = server::grpc_router(self.shared.clone(), b.config.max_size, b.config.read_timeout);
+            let app = server::grpc_router(
+                self.shared.clone(),
+                b.config.max_size,
+                b.config.read_timeout,
+            );
             instances.push(
-                Instance::start("otelcol.receiver.otlp.grpc", &b.listener, app, self.shared.id.clone())
-                    .map_err(|e| format!("failed to start the gRPC server: {e}"))?,
+                Instance::start(
+                    "otelcol.receiver.otlp.grpc",
+                    &b.listener,
+                    app,
+                    self.shared.id.clone(),
+                )
+                .map_err(|e| format!("failed to start the gRPC server: {e}"))?,
             );
         }
         if let Some(b) = &s.http {
@@ -227,8 +236,13 @@ impl ReceiverOtlp {
                 b.config.read_timeout,
             );
             instances.push(
-                Instance::start("otelcol.receiver.otlp.http", &b.listener, app, self.shared.id.clone())
-                    .map_err(|e| format!("failed to start the HTTP server: {e}"))?,
+                Instance::start(
+                    "otelcol.receiver.otlp.http",
+                    &b.listener,
+                    app,
+                    self.shared.id.clone(),
+                )
+                .map_err(|e| format!("failed to start the HTTP server: {e}"))?,
             );
         }
         Ok((s.generation, instances))

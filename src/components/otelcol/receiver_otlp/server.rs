@@ -21,7 +21,9 @@ use prost::Message as _;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{ProfilesDropped, RequestAccepted, RequestRejected, RequestShed, SheddingEnded};
+use super::events::{
+    ProfilesDropped, RequestAccepted, RequestRejected, RequestShed, SheddingEnded,
+};
 use super::metrics::InstanceMetrics;
 use crate::budget::{Budget, Priority, Use};
 use crate::pprof::{self, Limits, PprofError};
@@ -54,7 +56,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(id: String, fanout: FanOut, budget: Budget, metrics: InstanceMetrics) -> Self {
+    pub(crate) fn new(
+        id: String,
+        fanout: FanOut,
+        budget: Budget,
+        metrics: InstanceMetrics,
+    ) -> Self {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Shared {
             id,
@@ -159,7 +166,10 @@ fn now_nanos() -> i64 {
 /// returns how many profiles were forwarded.
 async fn process(shared: &Arc<Shared>, message: Bytes) -> Result<usize, Failure> {
     let need = (message.len() as u64).saturating_mul(MEMORY_FACTOR);
-    let Some(_memory) = shared.budget.try_reserve(Use::Receive, Priority::Normal, need) else {
+    let Some(_memory) = shared
+        .budget
+        .try_reserve(Use::Receive, Priority::Normal, need)
+    else {
         emit(RequestShed { shared, need });
         return Err(Failure::Exhausted(format!(
             "the memory budget (--memory.limit) has no room to convert this request ({need} bytes); retry later"
@@ -167,19 +177,21 @@ async fn process(shared: &Arc<Shared>, message: Bytes) -> Result<usize, Failure>
     };
     emit(SheddingEnded { shared });
     let _slot = shared.converters.acquire().await;
-    let converted = crate::runtime::task::spawn_blocking("otelcol.receiver.otlp.convert", move || {
-        let req = ExportProfilesServiceRequest::decode(message)
-            .map_err(|e| Failure::Invalid(format!("failed to parse protobuf request: {e}")))?;
-        let ingested = ingest(&req, now_nanos()).map_err(|e| Failure::Invalid(e.to_string()))?;
-        Ok::<_, Failure>(
-            ingested
-                .into_iter()
-                .map(|i| Profile::new(i.labels, pprof::encode(&i.profile, 1)))
-                .collect::<Vec<Profile>>(),
-        )
-    })
-    .await
-    .map_err(|e| Failure::Internal(format!("conversion failed: {e}")))??;
+    let converted =
+        crate::runtime::task::spawn_blocking("otelcol.receiver.otlp.convert", move || {
+            let req = ExportProfilesServiceRequest::decode(message)
+                .map_err(|e| Failure::Invalid(format!("failed to parse protobuf request: {e}")))?;
+            let ingested =
+                ingest(&req, now_nanos()).map_err(|e| Failure::Invalid(e.to_string()))?;
+            Ok::<_, Failure>(
+                ingested
+                    .into_iter()
+                    .map(|i| Profile::new(i.labels, pprof::encode(&i.profile, 1)))
+                    .collect::<Vec<Profile>>(),
+            )
+        })
+        .await
+        .map_err(|e| Failure::Internal(format!("conversion failed: {e}")))??;
     let n = converted.len();
     if n > 0 && shared.fanout.is_empty() {
         emit(ProfilesDropped {
@@ -219,7 +231,10 @@ fn status_name(s: Status) -> &'static str {
 fn grpc_error(status: Status, message: &str) -> Response {
     let mut r = Response::new(Body::empty());
     let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(grpc::CONTENT_TYPE));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(grpc::CONTENT_TYPE),
+    );
     h.insert("grpc-status", HeaderValue::from(u16::from(status.code())));
     if let Ok(v) = HeaderValue::from_str(&grpc::encode_message(message)) {
         h.insert("grpc-message", v);
@@ -250,7 +265,9 @@ async fn grpc_message(st: &RouteState, req: Request) -> Result<Bytes, Failure> {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if !content_type.starts_with(grpc::CONTENT_TYPE) || content_type.starts_with("application/grpc-web") {
+    if !content_type.starts_with(grpc::CONTENT_TYPE)
+        || content_type.starts_with("application/grpc-web")
+    {
         return Err(Failure::Unsupported(format!(
             "content-type {content_type:?} is not gRPC with protobuf"
         )));
@@ -339,7 +356,10 @@ fn http_error(f: &Failure) -> Response {
     .encode_to_vec();
     (
         f.http(),
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/x-protobuf"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-protobuf"),
+        )],
         body,
     )
         .into_response()
@@ -399,7 +419,10 @@ async fn handle_http(State(st): State<RouteState>, req: Request) -> Response {
             });
             (
                 StatusCode::OK,
-                [(header::CONTENT_TYPE, HeaderValue::from_static("application/x-protobuf"))],
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/x-protobuf"),
+                )],
                 ExportProfilesServiceResponse::default().encode_to_vec(),
             )
                 .into_response()
@@ -416,7 +439,12 @@ async fn handle_http(State(st): State<RouteState>, req: Request) -> Response {
     }
 }
 
-pub(crate) fn http_router(shared: Arc<Shared>, path: &str, max_size: u64, read_timeout: Duration) -> Router {
+pub(crate) fn http_router(
+    shared: Arc<Shared>,
+    path: &str,
+    max_size: u64,
+    read_timeout: Duration,
+) -> Router {
     let state = RouteState {
         shared,
         max_size,
