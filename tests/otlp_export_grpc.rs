@@ -100,7 +100,34 @@ async fn export(State(c): State<Capture>, req: Request) -> Response {
     r
 }
 
-async fn grpc_server(capture: Capture) -> String {
+/// A listener that completes a TLS handshake before handing a connection to axum.
+struct TlsListener {
+    inner: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((sock, addr)) = self.inner.accept().await else {
+                continue;
+            };
+            if let Ok(tls) = self.acceptor.accept(sock).await {
+                return (tls, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// The test's gRPC server: h2c, or TLS with `tls` (ALPN `h2` only, as grpc-go insists).
+async fn grpc_server(capture: Capture, tls: Option<rustls::ServerConfig>) -> String {
     let app = axum::Router::new()
         .route(EXPORT, axum::routing::post(export))
         .with_state(capture);
@@ -108,7 +135,19 @@ async fn grpc_server(capture: Capture) -> String {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    match tls {
+        None => {
+            tokio::spawn(async move { axum::serve(listener, app).await });
+        }
+        Some(mut config) => {
+            config.alpn_protocols = vec![b"h2".to_vec()];
+            let listener = TlsListener {
+                inner: listener,
+                acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+            };
+            tokio::spawn(async move { axum::serve(listener, app).await });
+        }
+    }
     addr.to_string()
 }
 
@@ -239,7 +278,7 @@ async fn grpc_export_decodes_with_opentelemetry_proto() {
     let capture = Capture::default();
     // The first call is refused as unavailable (retried), the third as invalid (dropped).
     *capture.script.lock().expect("lock") = vec![14, 0, 3];
-    let addr = grpc_server(capture.clone()).await;
+    let addr = grpc_server(capture.clone(), None).await;
     let (component, receiver, metrics, shutdown) = start(&format!(
         "client {{\n endpoint = \"{addr}\"\n headers = {{ \"X-Scope-OrgID\" = \"team-a\" }}\n tls {{\n  insecure = true\n }}\n}}\nretry_on_failure {{\n initial_interval = \"10ms\"\n max_interval = \"100ms\"\n}}\nqueue_config {{\n senders = 1\n}}\n"
     ));
@@ -299,4 +338,45 @@ async fn grpc_export_decodes_with_opentelemetry_proto() {
     eprintln!(
         "opentelemetry-proto decoded {compared} (type, stack) values from gRPC calls, all equal"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_over_tls_with_a_server_name() {
+    use support::pyroscope_receiver::{TestCa, tls_server_config};
+    let ca = TestCa::new("otlp test CA");
+    let server = ca.issue(&["otlp.internal"]);
+    let capture = Capture::default();
+    let addr = grpc_server(capture.clone(), Some(tls_server_config(&server, None))).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca.cert_pem).expect("write ca");
+    // host:port without `insecure`: TLS, the certificate checked for otlp.internal.
+    let (_component, receiver, metrics, shutdown) = start(&format!(
+        "client {{\n endpoint = \"{addr}\"\n compression = \"none\"\n tls {{\n  ca_file = \"{}\"\n  server_name = \"otlp.internal\"\n }}\n}}\n",
+        ca_file.display()
+    ));
+    let (raw, p) = fixture("goapp-mutex-2.pb.gz");
+    receiver.append(vec![Profile::new(
+        vec![("service_name".into(), "tls".into())],
+        raw,
+    )]);
+    assert!(
+        wait_until(|| !capture.calls.lock().expect("lock").is_empty()).await,
+        "nothing arrived over TLS: {}",
+        metrics.encode().expect("metrics")
+    );
+    let calls = std::mem::take(&mut *capture.calls.lock().expect("lock"));
+    assert!(
+        !calls[0].headers.contains_key("grpc-encoding"),
+        "compression = none"
+    );
+    let req = <scraper::protocols::otlp::proto::collector::profiles::v1development::ExportProfilesServiceRequest as prost::Message>::decode(calls[0].message.as_slice())
+        .expect("an export request");
+    let got = scraper::protocols::otlp::convert::to_pprof(&req).expect("converts back");
+    assert_eq!(
+        got.len(),
+        p.sample_type.len(),
+        "one OTLP profile per sample type"
+    );
+    shutdown.cancel();
 }
