@@ -353,3 +353,64 @@ pyroscope.store "local" {{
         eprintln!("{service}: {} stacks equal, labels {labels:?}", got.len());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_memory_budget_requests_are_refused_as_retryable() {
+    let (grpc_port, http_port) = (free_port(), free_port());
+    let scraper = Scraper::start_with_env(
+        |_| {
+            format!(
+                r#"
+otelcol.receiver.otlp "in" {{
+  grpc {{
+    endpoint         = "127.0.0.1:{grpc_port}"
+    max_recv_msg_size = "32MiB"
+  }}
+  http {{
+    endpoint = "127.0.0.1:{http_port}"
+  }}
+  output {{
+    profiles = [pyroscope.debug.out.receiver]
+  }}
+}}
+
+pyroscope.debug "out" {{ }}
+"#
+            )
+        },
+        &[("SCRAPER_MEMORY_LIMIT", "64MiB")],
+    )
+    .await;
+    // 10 MiB uncompressed takes ~80 MiB to convert: more than the whole budget.
+    let zeros = scraper::pprof::gzip(&vec![0u8; 10 << 20], 9);
+    let status = http_post(
+        &format!("http://127.0.0.1:{http_port}/v1development/profiles"),
+        zeros.clone(),
+        &[
+            ("content-type", "application/x-protobuf"),
+            ("content-encoding", "gzip"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 429, "{}", scraper.logs());
+    let (status, message) = grpc_call(
+        &format!("127.0.0.1:{grpc_port}"),
+        frame(&zeros, true),
+        &[("grpc-encoding", "gzip")],
+    )
+    .await;
+    assert_eq!(status, "8", "RESOURCE_EXHAUSTED: {message}");
+    assert!(message.contains("memory budget"), "{message}");
+    let metrics = scraper.metrics().await;
+    assert!(
+        metrics.contains("transport=\"http\",status=\"429\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        scraper
+            .logs()
+            .contains("OTLP requests refused: the memory budget is full"),
+        "{}",
+        scraper.logs()
+    );
+}
