@@ -414,3 +414,73 @@ pyroscope.debug "out" {{ }}
         scraper.logs()
     );
 }
+
+/// The receiver's config with an HTTP server on `http_port` (and gRPC on `grpc_port`).
+fn reload_config(http_port: u16, grpc_port: Option<u16>) -> String {
+    let grpc = grpc_port.map_or(String::new(), |p| {
+        format!("  grpc {{\n    endpoint = \"127.0.0.1:{p}\"\n  }}\n")
+    });
+    format!(
+        "otelcol.receiver.otlp \"in\" {{\n{grpc}  http {{\n    endpoint = \"127.0.0.1:{http_port}\"\n  }}\n  output {{\n    profiles = [pyroscope.debug.out.receiver]\n  }}\n}}\n\npyroscope.debug \"out\" {{ }}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_moves_the_servers_and_a_port_in_use_keeps_the_old_ones() {
+    let (a, b, grpc) = (free_port(), free_port(), free_port());
+    let scraper = Scraper::start(|_| reload_config(a, None)).await;
+    // An export request with an empty dictionary: valid, no profiles.
+    let empty = vec![0x12, 0x00];
+    let ct = [("content-type", "application/x-protobuf")];
+    let url = |port: u16| format!("http://127.0.0.1:{port}/v1development/profiles");
+    assert_eq!(http_post(&url(a), empty.clone(), &ct).await, 200);
+    let client = reqwest::Client::new();
+    let reload = || async {
+        client
+            .post(format!("http://{}/-/reload", scraper.addr))
+            .send()
+            .await
+            .expect("reload")
+            .status()
+            .as_u16()
+    };
+
+    std::fs::write(&scraper.config, reload_config(b, Some(grpc))).expect("write config");
+    assert_eq!(reload().await, 200, "{}", scraper.logs());
+    let moved = scrape_support::eventually(Duration::from_secs(10), || {
+        let (url, empty) = (url(b), empty.clone());
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("content-type", "application/x-protobuf")
+                .body(empty)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().as_u16() == 200)
+        }
+    })
+    .await;
+    assert!(moved, "{}", scraper.logs());
+    let (status, _) = grpc_call(&format!("127.0.0.1:{grpc}"), frame(&empty, false), &[]).await;
+    assert_eq!(status, "0");
+    let old = reqwest::Client::new()
+        .post(url(a))
+        .header("content-type", "application/x-protobuf")
+        .body(empty.clone())
+        .send()
+        .await;
+    assert!(old.is_err(), "the old port is closed: {old:?}");
+
+    // A port in use: the reload fails and the running servers stay.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let c = taken.local_addr().expect("addr").port();
+    std::fs::write(&scraper.config, reload_config(c, Some(grpc))).expect("write config");
+    reload().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(http_post(&url(b), empty.clone(), &ct).await, 200);
+    let info = scraper.component("otelcol.receiver.otlp.in").await;
+    assert!(
+        info.to_string().contains("listen on 127.0.0.1:"),
+        "the failed update is reported: {info}"
+    );
+}
