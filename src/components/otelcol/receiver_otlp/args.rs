@@ -65,6 +65,9 @@ pub struct Arguments {
     pub profiles: Vec<CapsuleRef<Receiver>>,
     /// Settings accepted for compatibility that change nothing here (for the build warning).
     pub ignored: Vec<&'static str>,
+    /// What cannot be used, kept for `validate` to place at its block and attribute (the
+    /// component refuses to build while there is any).
+    pub problems: Vec<ArgumentsError>,
 }
 
 #[derive(Deserialize)]
@@ -363,16 +366,40 @@ impl HttpBlock {
     }
 }
 
+impl ArgumentsError {
+    /// The block and attribute the problem is about.
+    pub fn place(&self) -> (Option<&'static str>, Option<&'static str>) {
+        match self {
+            ArgumentsError::NoProtocol => (None, None),
+            ArgumentsError::Tls(b) => (Some(*b), Some("tls")),
+            ArgumentsError::Auth(b) => (Some(*b), Some("auth")),
+            ArgumentsError::Transport(_) => (Some("grpc"), Some("transport")),
+            ArgumentsError::Endpoint { block, .. } => (Some(*block), Some("endpoint")),
+            ArgumentsError::Size { block, attr, .. } => (Some(*block), Some(*attr)),
+            ArgumentsError::Path(_) => (Some("http"), Some("profiles_url_path")),
+        }
+    }
+}
+
 impl TryFrom<RawArguments> for Arguments {
     type Error = ArgumentsError;
 
     fn try_from(r: RawArguments) -> Result<Self, ArgumentsError> {
+        let mut problems = Vec::new();
         if r.grpc.is_none() && r.http.is_none() {
-            return Err(ArgumentsError::NoProtocol);
+            problems.push(ArgumentsError::NoProtocol);
         }
         let mut ignored = Vec::new();
-        let grpc = r.grpc.map(|g| g.validate(&mut ignored)).transpose()?;
-        let http = r.http.map(|h| h.validate(&mut ignored)).transpose()?;
+        let mut keep = |result: Option<Result<ServerConfig, ArgumentsError>>| match result {
+            Some(Ok(c)) => Some(c),
+            Some(Err(e)) => {
+                problems.push(e);
+                None
+            }
+            None => None,
+        };
+        let grpc = keep(r.grpc.map(|g| g.validate(&mut ignored)));
+        let http = keep(r.http.map(|h| h.validate(&mut ignored)));
         for (set, name) in [
             (r.output.metrics.is_some(), "output > metrics"),
             (r.output.logs.is_some(), "output > logs"),
@@ -388,6 +415,7 @@ impl TryFrom<RawArguments> for Arguments {
             http,
             profiles: r.output.profiles,
             ignored,
+            problems,
         })
     }
 }

@@ -7,12 +7,16 @@ fn decode(src: &str) -> Result<Arguments, String> {
     let (file, diags) = parse_file(src);
     assert!(diags.is_empty(), "{diags:?}");
     let body = eval_body(&file.body, &Scope::stdlib()).expect("evaluates");
-    from_body::<Arguments>(&body).map_err(|d| {
+    let args = from_body::<Arguments>(&body).map_err(|d| {
         d.iter()
             .map(|d| d.message.clone())
             .collect::<Vec<_>>()
             .join("; ")
-    })
+    })?;
+    match args.problems.first() {
+        Some(p) => Err(p.to_string()),
+        None => Ok(args),
+    }
 }
 
 #[test]

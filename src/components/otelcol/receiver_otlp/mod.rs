@@ -49,6 +49,7 @@ use crate::budget::Budget;
 use crate::profiles::FanOut;
 use crate::runtime::{BoxError, Component, ComponentOptions, Health, HealthState};
 use crate::sync::lock;
+use crate::syntax::decode::Invalid;
 use crate::syntax::value::Value;
 
 /// How long requests in flight may finish when a server stops.
@@ -136,7 +137,31 @@ impl Component for ReceiverOtlp {
         Value::Object(BTreeMap::new())
     }
 
+    /// Every unusable setting, at its block and attribute.
+    fn validate(args: &Arguments) -> Vec<Invalid> {
+        args.problems
+            .iter()
+            .map(|p| {
+                let mut i = Invalid::new(p.to_string());
+                let (block, attr) = p.place();
+                if let Some(b) = block {
+                    i = i.block(b, 0);
+                }
+                match attr {
+                    // `tls` is a block inside `grpc`/`http`.
+                    Some("tls") => i = i.block("tls", 0),
+                    Some(a) => i = i.attr(a),
+                    None => {}
+                }
+                i
+            })
+            .collect()
+    }
+
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
+        if let Some(p) = args.problems.first() {
+            return Err(p.to_string().into());
+        }
         warn_ignored(&args);
         let grpc = args.grpc.as_ref().map(|c| bind("gRPC", c)).transpose()?;
         let http = args.http.as_ref().map(|c| bind("HTTP", c)).transpose()?;
@@ -160,6 +185,9 @@ impl Component for ReceiverOtlp {
     }
 
     fn update(&self, args: Arguments) -> Result<(), BoxError> {
+        if let Some(p) = args.problems.first() {
+            return Err(p.to_string().into());
+        }
         warn_ignored(&args);
         let mut s = lock(&self.servers);
         let same = s.grpc.as_ref().map(|b| &b.config) == args.grpc.as_ref()
