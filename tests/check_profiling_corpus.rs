@@ -18,7 +18,7 @@ use support::corpus;
 const PASSING: usize = 33;
 
 /// Components docs/ALLOY-COMPAT.md lists as not implemented, and the namespaces out of scope.
-const NOT_IMPLEMENTED: &[&str] = &["otelcol.receiver.otlp", "pyroscope.java", "beyla.ebpf"];
+const NOT_IMPLEMENTED: &[&str] = &["pyroscope.java", "beyla.ebpf"];
 const OUT_OF_SCOPE: &[&str] = &["loki.", "prometheus.", "otelcol."];
 
 /// Errors Alloy itself would report too, in snippets cut out of documentation pages.

@@ -55,4 +55,10 @@ pub fn builtin() -> Registry {
         .with(Registration::new::<
             crate::components::otelcol::exporter_otlphttp::OtlpHttpProfiles,
         >("otelcol.exporter.otlphttp_profiles"))
+        .with(Registration::new::<
+            crate::components::otelcol::exporter_otlp::OtlpGrpcProfiles,
+        >("otelcol.exporter.otlp"))
+        .with(Registration::new::<
+            crate::components::otelcol::receiver_otlp::ReceiverOtlp,
+        >("otelcol.receiver.otlp"))
 }

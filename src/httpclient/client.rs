@@ -126,6 +126,9 @@ impl HttpClient {
             if !pooled {
                 builder = builder.pool_max_idle_per_host(0);
             }
+            if cfg.http2_prior_knowledge {
+                builder = builder.http2_prior_knowledge();
+            }
             builder
                 .build()
                 .map_err(|e| HttpClientError::Build(e.to_string()))

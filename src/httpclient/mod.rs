@@ -202,6 +202,9 @@ pub struct HttpClientConfig {
     pub enable_http2: bool,
     /// Extra headers; every value is sent (a list gives repeated headers).
     pub http_headers: BTreeMap<String, Vec<SecretString>>,
+    /// Speak HTTP/2 from the first byte, also over plain `http://` (h2c): gRPC clients
+    /// (`otelcol.exporter.otlp`). Not a config attribute.
+    pub http2_prior_knowledge: bool,
 }
 
 impl Default for HttpClientConfig {
@@ -217,6 +220,7 @@ impl Default for HttpClientConfig {
             follow_redirects: true,
             enable_http2: true,
             http_headers: BTreeMap::new(),
+            http2_prior_knowledge: false,
         }
     }
 }

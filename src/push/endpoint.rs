@@ -78,6 +78,10 @@ pub enum Protocol {
     /// gzipped. Retries follow the OTLP/HTTP rules: only 429, 502, 503, 504 and transport
     /// failures are retried.
     OtlpHttp { gzip: bool },
+    /// The same export request over OTLP/gRPC (`otelcol.exporter.otlp`): the unary
+    /// `ProfilesService/Export` call over HTTP/2, the message gzip-compressed (`grpc-encoding`)
+    /// or not; retryable gRPC statuses (OTLP's list) are retried as `unavailable`.
+    OtlpGrpc { gzip: bool },
 }
 
 /// An endpoint's resolved settings.
@@ -293,6 +297,12 @@ impl Endpoint {
                 .otlp_request(&entry, gzip)
                 .await
                 .map(|body| (body, entry.raw.len())),
+            Protocol::OtlpGrpc { gzip } => self.otlp_request(&entry, gzip).await.map(|body| {
+                (
+                    crate::protocols::otlp::grpc::frame(&body, gzip),
+                    entry.raw.len(),
+                )
+            }),
         };
         let (body, sent_bytes) = match prepared {
             Ok(prepared) => prepared,
@@ -494,6 +504,9 @@ impl Endpoint {
                     headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
                 }
             }
+            Protocol::OtlpGrpc { gzip } => {
+                super::otlp::grpc_headers(&mut headers, gzip, s.remote_timeout)
+            }
         }
         let request = self
             .client
@@ -507,6 +520,13 @@ impl Endpoint {
                 .send()
                 .await
                 .map_err(|e| wire::transport_error(&e))?;
+            if let Protocol::OtlpGrpc { .. } = s.protocol {
+                let rejected = super::otlp::classify_grpc_response(resp, RESPONSE_LIMIT).await?;
+                if rejected.rejected_profiles > 0 || !rejected.error_message.is_empty() {
+                    tracing::warn!(endpoint = %s.url, rejected = rejected.rejected_profiles, message = %rejected.error_message, "export partially rejected");
+                }
+                return Ok(());
+            }
             let status = resp.status().as_u16();
             let content_type = resp
                 .headers()
@@ -524,7 +544,7 @@ impl Endpoint {
                 Protocol::Connect => {
                     wire::classify_response(status, content_type.as_deref(), &body)
                 }
-                Protocol::OtlpHttp { .. } => {
+                Protocol::OtlpHttp { .. } | Protocol::OtlpGrpc { .. } => {
                     let rejected = super::otlp::classify_otlp_response(status, &body)?;
                     if rejected.rejected_profiles > 0 || !rejected.error_message.is_empty() {
                         // Accepted in part: nothing a retry would change.

@@ -1,5 +1,6 @@
 //! Sending profiles to a backend without ever stalling the producers: the engine behind
-//! `pyroscope.write` (Connect push) and `otelcol.exporter.otlphttp_profiles` (OTLP/HTTP).
+//! `pyroscope.write` (Connect push), `otelcol.exporter.otlphttp_profiles` (OTLP/HTTP) and
+//! `otelcol.exporter.otlp` (OTLP/gRPC).
 //!
 //! ```text
 //! append(profiles) ─► labels (filter __*, external labels, sort, validate) ─► encode labels once

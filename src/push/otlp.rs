@@ -1,9 +1,15 @@
-//! OTLP/HTTP's response rules, in the terms the senders use for Connect (`wire::PushError`
-//! and its codes), so one retry loop serves both protocols.
+//! OTLP/HTTP's and OTLP/gRPC's response rules, in the terms the senders use for Connect
+//! (`wire::PushError` and its codes), so one retry loop serves every protocol.
 
 use crate::protocols::otlp::proto::collector::profiles::v1development::{
     ExportProfilesPartialSuccess, ExportProfilesServiceResponse,
 };
+use std::time::Duration;
+
+use http_body_util::BodyExt as _;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+
+use crate::protocols::otlp::grpc::{self, Status};
 use crate::protocols::pyroscope::wire::{Code, PushError};
 
 /// Interprets an OTLP/HTTP export response (OTLP specification, "OTLP/HTTP Response"): a 2xx
@@ -36,6 +42,122 @@ pub fn classify_otlp_response(
         status: Some(status),
         from_body: false,
     })
+}
+
+/// The request headers of a gRPC call: content type, `te: trailers` (required by gRPC over
+/// HTTP/2), the message encoding and the deadline.
+pub fn grpc_headers(headers: &mut HeaderMap, gzip: bool, timeout: Duration) {
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(grpc::CONTENT_TYPE));
+    headers.insert(
+        HeaderName::from_static("te"),
+        HeaderValue::from_static("trailers"),
+    );
+    if gzip {
+        headers.insert(
+            HeaderName::from_static("grpc-encoding"),
+            HeaderValue::from_static("gzip"),
+        );
+    }
+    // At most 8 digits (gRPC's limit): milliseconds up to ~27 hours.
+    let ms = timeout.as_millis().clamp(1, 99_999_999);
+    if let Ok(v) = HeaderValue::from_str(&format!("{ms}m")) {
+        headers.insert(HeaderName::from_static("grpc-timeout"), v);
+    }
+}
+
+/// A gRPC status as a push error: OTLP's retryable statuses as `unavailable` (retried, the
+/// profile kept until it is too old), every other one as a code the senders never retry.
+pub fn grpc_error(status: Status, message: &str) -> PushError {
+    let code = if status.retryable() {
+        Code::Unavailable
+    } else {
+        match status {
+            Status::InvalidArgument => Code::InvalidArgument,
+            Status::NotFound => Code::NotFound,
+            Status::PermissionDenied => Code::PermissionDenied,
+            Status::Unauthenticated => Code::Unauthenticated,
+            Status::Unimplemented => Code::Unimplemented,
+            _ => Code::FailedPrecondition,
+        }
+    };
+    PushError {
+        code,
+        message: format!("gRPC status {status:?}: {message}"),
+        status: Some(200),
+        from_body: true,
+    }
+}
+
+/// Interprets a gRPC answer: the HTTP status first (gRPC's mapping of HTTP errors), then
+/// `grpc-status` from the trailers or, for a trailers-only answer, the headers. On success the
+/// response message's `partial_success` is returned (a message that does not decode is read as
+/// full success). At most `limit` body bytes are kept.
+pub async fn classify_grpc_response(
+    resp: reqwest::Response,
+    limit: usize,
+) -> Result<ExportProfilesPartialSuccess, PushError> {
+    let http_status = resp.status().as_u16();
+    if http_status != 200 {
+        let code = match http_status {
+            429 | 502 | 503 | 504 => Code::Unavailable,
+            401 => Code::Unauthenticated,
+            403 => Code::PermissionDenied,
+            404 => Code::Unimplemented,
+            _ => Code::FailedPrecondition,
+        };
+        return Err(PushError {
+            code,
+            message: format!("HTTP {http_status} instead of a gRPC answer"),
+            status: Some(http_status),
+            from_body: false,
+        });
+    }
+    let resp: http::Response<reqwest::Body> = resp.into();
+    let (parts, mut body) = resp.into_parts();
+    let mut data = Vec::new();
+    let mut trailers = HeaderMap::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| crate::protocols::pyroscope::wire::transport_error(&e))?;
+        match frame.into_data() {
+            Ok(chunk) => {
+                let room = limit.saturating_sub(data.len());
+                data.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            Err(frame) => {
+                if let Ok(t) = frame.into_trailers() {
+                    trailers.extend(t);
+                }
+            }
+        }
+    }
+    let field = |name: &str| {
+        trailers
+            .get(name)
+            .or(parts.headers.get(name))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let Some(code) = field("grpc-status") else {
+        return Err(PushError {
+            code: Code::Unavailable,
+            message: "the answer carried no grpc-status (the stream was cut?)".into(),
+            status: Some(200),
+            from_body: false,
+        });
+    };
+    let status = Status::from_code(code.trim().parse().unwrap_or(2));
+    if status != Status::Ok {
+        let message = grpc::decode_message(&field("grpc-message").unwrap_or_default());
+        return Err(grpc_error(status, &message));
+    }
+    let message = grpc::unframe(&bytes::Bytes::from(data), limit as u64)
+        .ok()
+        .filter(|(compressed, _)| !compressed)
+        .map(|(_, m)| m)
+        .unwrap_or_default();
+    let response =
+        <ExportProfilesServiceResponse as prost::Message>::decode(message).unwrap_or_default();
+    Ok(response.partial_success.unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -80,5 +202,31 @@ mod tests {
             assert_eq!(err.status, Some(status));
             assert_eq!(err.disposition(false), disposition, "HTTP {status}");
         }
+    }
+
+    #[test]
+    fn grpc_statuses_follow_the_otlp_grpc_rules() {
+        for code in 0..=16u32 {
+            let status = Status::from_code(code);
+            if status == Status::Ok {
+                continue;
+            }
+            let want = if status.retryable() {
+                Disposition::RetryUnavailable
+            } else {
+                Disposition::Drop
+            };
+            assert_eq!(
+                grpc_error(status, "x").disposition(false),
+                want,
+                "{status:?}"
+            );
+        }
+        let mut h = HeaderMap::new();
+        grpc_headers(&mut h, true, Duration::from_secs(30));
+        assert_eq!(h["content-type"], "application/grpc");
+        assert_eq!(h["te"], "trailers");
+        assert_eq!(h["grpc-encoding"], "gzip");
+        assert_eq!(h["grpc-timeout"], "30000m");
     }
 }

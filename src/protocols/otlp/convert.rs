@@ -741,6 +741,19 @@ fn profile_to_pprof(
     dict: &otlp::ProfilesDictionary,
     prof: &otlp::Profile,
 ) -> Result<pprof::Profile, ConvertError> {
+    let samples: Vec<&otlp::Sample> = prof.samples.iter().collect();
+    samples_to_pprof(dict, prof, &samples, &[])
+}
+
+/// `prof` reduced to `samples` (some of its samples: a receiver splits a profile by a sample
+/// attribute) as a single-type pprof; sample attributes whose key is in `skip` do not become
+/// pprof labels.
+pub fn samples_to_pprof(
+    dict: &otlp::ProfilesDictionary,
+    prof: &otlp::Profile,
+    samples: &[&otlp::Sample],
+    skip: &[&str],
+) -> Result<pprof::Profile, ConvertError> {
     let mut r = Rebuild::new(dict);
     let st = prof
         .sample_type
@@ -757,8 +770,8 @@ fn profile_to_pprof(
         }),
         None => None,
     };
-    let mut samples = Vec::with_capacity(prof.samples.len());
-    for s in &prof.samples {
+    let mut out = Vec::with_capacity(samples.len());
+    for s in samples.iter().copied() {
         // Values only, or one value per timestamp; timestamps alone count one each.
         let value: i64 = match (s.values.len(), s.timestamps_unix_nano.len()) {
             (_, 0) => s.values.iter().sum(),
@@ -773,11 +786,18 @@ fn profile_to_pprof(
         }
         let mut label = Vec::with_capacity(s.attribute_indices.len());
         for &a in &s.attribute_indices {
+            if !skip.is_empty() {
+                let kv = get("attribute_table", &dict.attribute_table, i64::from(a))?;
+                let key = get("string_table", &dict.string_table, kv.key_strindex.into())?;
+                if skip.contains(&key.as_str()) {
+                    continue;
+                }
+            }
             if let Some(l) = r.label(a)? {
                 label.push(l);
             }
         }
-        samples.push(pprof::Sample {
+        out.push(pprof::Sample {
             location_id,
             value: vec![value],
             label,
@@ -785,7 +805,7 @@ fn profile_to_pprof(
     }
     let mut p = r.p;
     p.sample_type = vec![sample_type];
-    p.sample = samples;
+    p.sample = out;
     p.period_type = period_type;
     p.period = prof.period;
     p.time_nanos = i64::try_from(prof.time_unix_nano).unwrap_or(i64::MAX);

@@ -1,5 +1,7 @@
 //! OTLP profiles: the generated messages ([`proto`]), the pprof ⇄ OTLP conversion
-//! ([`convert`]) and the `otelcol.exporter.otlphttp_profiles` component ([`exporter`]).
+//! ([`convert`]), Pyroscope's ingestion rules for received requests ([`ingest`]: series labels,
+//! `__name__`, CPU samples to nanoseconds) and the gRPC framing of the `Export` method
+//! ([`grpc`]), used by `otelcol.receiver.otlp` and the exporters in `components::otelcol`.
 //!
 //! Target: the OTLP profiles signal `opentelemetry.proto.profiles.v1development` as of
 //! opentelemetry-proto 1.11 (the version with the request-wide `ProfilesDictionary`, its
@@ -8,4 +10,6 @@
 //! schema-dependent line lives in `convert.rs` and proto/opentelemetry/.
 
 pub mod convert;
+pub mod grpc;
+pub mod ingest;
 pub mod proto;

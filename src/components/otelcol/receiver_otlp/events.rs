@@ -1,0 +1,124 @@
+//! What `otelcol.receiver.otlp` reports, as typed events (`runtime::event`): each writes its
+//! log line and updates its metric (and the component's health) in one `emit`. A refused
+//! request is something a user must act on (a client sending what cannot be read, a limit set
+//! too low, a memory budget too small), so it is a warning, not a debug line.
+
+use std::sync::atomic::Ordering;
+
+use super::server::Shared;
+use crate::budget::{Priority, Use};
+use crate::runtime::event::InternalEvent;
+
+/// A request answered with an error (`status`: the gRPC status name or the HTTP code).
+pub(super) struct RequestRejected<'a> {
+    pub shared: &'a Shared,
+    pub transport: &'static str,
+    pub status: &'a str,
+    pub message: &'a str,
+}
+
+impl InternalEvent for RequestRejected<'_> {
+    fn emit(self) {
+        let s = self.shared;
+        s.metrics.request(self.transport, self.status);
+        s.requests_rejected.fetch_add(1, Ordering::Relaxed);
+        s.set_problem(Some(format!(
+            "last {} export request refused ({}): {}",
+            self.transport, self.status, self.message
+        )));
+        tracing::warn!(
+            component_id = %s.id,
+            transport = self.transport,
+            status = self.status,
+            error = self.message,
+            "OTLP export request refused"
+        );
+    }
+}
+
+/// A request whose profiles were handed to `output.profiles`.
+pub(super) struct RequestAccepted<'a> {
+    pub shared: &'a Shared,
+    pub transport: &'static str,
+    pub status: &'a str,
+    pub profiles: usize,
+}
+
+impl InternalEvent for RequestAccepted<'_> {
+    fn emit(self) {
+        let s = self.shared;
+        s.metrics.request(self.transport, self.status);
+        s.metrics.forwarded(self.transport, self.profiles as u64);
+        s.profiles_forwarded
+            .fetch_add(self.profiles as u64, Ordering::Relaxed);
+        s.set_problem(None);
+        tracing::trace!(
+            component_id = %s.id,
+            transport = self.transport,
+            profiles = self.profiles,
+            "OTLP export request forwarded"
+        );
+    }
+}
+
+/// Converted profiles that had nowhere to go (`output.profiles` is empty).
+pub(super) struct ProfilesDropped<'a> {
+    pub shared: &'a Shared,
+    pub reason: &'static str,
+    pub profiles: usize,
+}
+
+impl InternalEvent for ProfilesDropped<'_> {
+    fn emit(self) {
+        let s = self.shared;
+        s.metrics.dropped(self.reason, self.profiles as u64);
+        s.set_problem(Some(
+            "received profiles are dropped: output.profiles is empty".to_owned(),
+        ));
+        tracing::warn!(
+            component_id = %s.id,
+            reason = self.reason,
+            profiles = self.profiles,
+            "received profiles dropped: set output {{ profiles = [...] }}"
+        );
+    }
+}
+
+/// The memory budget had no room to convert a request of `need` bytes (refused with 429 /
+/// RESOURCE_EXHAUSTED). Counted as shed; warns when refusing starts.
+pub(super) struct RequestShed<'a> {
+    pub shared: &'a Shared,
+    pub need: u64,
+}
+
+impl InternalEvent for RequestShed<'_> {
+    fn emit(self) {
+        let s = self.shared;
+        s.budget.count_shed(Use::Receive, Priority::Normal);
+        if !s.shedding.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                component_id = %s.id,
+                need = self.need,
+                used = s.budget.used(),
+                limit = s.budget.limit(),
+                "OTLP requests refused: the memory budget is full"
+            );
+        }
+    }
+}
+
+/// The budget had room again after requests were refused.
+pub(super) struct SheddingEnded<'a> {
+    pub shared: &'a Shared,
+}
+
+impl InternalEvent for SheddingEnded<'_> {
+    fn emit(self) {
+        if self.shared.shedding.swap(false, Ordering::Relaxed) {
+            tracing::info!(
+                component_id = %self.shared.id,
+                "OTLP requests accepted again: the memory budget has room"
+            );
+        }
+    }
+}

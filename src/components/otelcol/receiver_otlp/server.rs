@@ -1,0 +1,505 @@
+//! The two servers (axum over hyper, which speaks HTTP/1.1 and HTTP/2 with prior knowledge on
+//! one port): OTLP/gRPC's `ProfilesService/Export` and OTLP/HTTP's `POST <profiles path>`.
+//! Both read a bounded body, decompress it within the same bound, reserve the memory the
+//! conversion takes, convert on the blocking pool (`protocols::otlp::ingest`) and hand the
+//! profiles to `output.profiles`, which never waits (`crate::profiles`): the answer does not
+//! depend on any backend.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Limited};
+use prost::Message as _;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::events::{
+    ProfilesDropped, RequestAccepted, RequestRejected, RequestShed, SheddingEnded,
+};
+use super::metrics::InstanceMetrics;
+use crate::budget::{Budget, Priority, Use};
+use crate::pprof::{self, Limits, PprofError};
+use crate::profiles::{Appendable as _, FanOut, Profile};
+use crate::protocols::otlp::grpc::{self, Status};
+use crate::protocols::otlp::ingest::ingest;
+use crate::protocols::otlp::proto::collector::profiles::v1development::{
+    ExportProfilesServiceRequest, ExportProfilesServiceResponse,
+};
+use crate::runtime::event::emit;
+use crate::sync::lock;
+
+/// Converting a request takes up to this many times its uncompressed size: the decoded
+/// message, the pprof profiles built from it and their encoding.
+const MEMORY_FACTOR: u64 = 8;
+
+/// What every request needs, shared by the component and its servers.
+pub(crate) struct Shared {
+    pub(crate) id: String,
+    pub(crate) fanout: FanOut,
+    pub(crate) budget: Budget,
+    pub(crate) metrics: InstanceMetrics,
+    pub(crate) profiles_forwarded: AtomicU64,
+    pub(crate) requests_rejected: AtomicU64,
+    pub(crate) shedding: AtomicBool,
+    /// Conversions running at once: CPU work, one per core (a bound on their memory too).
+    pub(crate) converters: Semaphore,
+    /// Why the component is unhealthy (the last refused request, or dropped profiles), if it is.
+    pub(crate) problem: Mutex<Option<(SystemTime, String)>>,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        id: String,
+        fanout: FanOut,
+        budget: Budget,
+        metrics: InstanceMetrics,
+    ) -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Shared {
+            id,
+            fanout,
+            budget,
+            metrics,
+            profiles_forwarded: AtomicU64::new(0),
+            requests_rejected: AtomicU64::new(0),
+            shedding: AtomicBool::new(false),
+            converters: Semaphore::new(cores.max(2)),
+            problem: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn set_problem(&self, problem: Option<String>) {
+        *lock(&self.problem) = problem.map(|p| (SystemTime::now(), p));
+    }
+}
+
+/// Why a request was refused, in terms both transports map to their own.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The request cannot be read or converted (gRPC INVALID_ARGUMENT, HTTP 400).
+    Invalid(String),
+    /// Larger than the configured limit (gRPC RESOURCE_EXHAUSTED, HTTP 413).
+    TooLarge(String),
+    /// No room in the memory budget now (gRPC RESOURCE_EXHAUSTED, HTTP 429): retry later.
+    Exhausted(String),
+    /// An encoding we do not decode (gRPC UNIMPLEMENTED, HTTP 415).
+    Unsupported(String),
+    /// Our fault (gRPC INTERNAL, HTTP 500).
+    Internal(String),
+}
+
+impl Failure {
+    fn message(&self) -> &str {
+        match self {
+            Failure::Invalid(m)
+            | Failure::TooLarge(m)
+            | Failure::Exhausted(m)
+            | Failure::Unsupported(m)
+            | Failure::Internal(m) => m,
+        }
+    }
+
+    fn grpc(&self) -> Status {
+        match self {
+            Failure::Invalid(_) => Status::InvalidArgument,
+            Failure::TooLarge(_) | Failure::Exhausted(_) => Status::ResourceExhausted,
+            Failure::Unsupported(_) => Status::Unimplemented,
+            Failure::Internal(_) => Status::Internal,
+        }
+    }
+
+    fn http(&self) -> StatusCode {
+        match self {
+            Failure::Invalid(_) => StatusCode::BAD_REQUEST,
+            Failure::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Failure::Exhausted(_) => StatusCode::TOO_MANY_REQUESTS,
+            Failure::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Failure::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// Reads a body of at most `limit` bytes within `timeout`.
+async fn read_body(body: Body, limit: u64, timeout: Duration) -> Result<Bytes, Failure> {
+    let limited = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX));
+    match tokio::time::timeout(timeout, limited.collect()).await {
+        Err(_) => Err(Failure::Invalid(format!(
+            "request body not received within {timeout:?}"
+        ))),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(Failure::TooLarge(
+            format!("request body exceeds the {limit}-byte limit"),
+        )),
+        Ok(Err(e)) => Err(Failure::Invalid(format!("error reading request body: {e}"))),
+    }
+}
+
+/// Decompresses a gzip payload within `limit` bytes.
+fn gunzip(data: &Bytes, limit: u64) -> Result<Bytes, Failure> {
+    let limits = Limits {
+        max_decompressed_bytes: usize::try_from(limit).unwrap_or(usize::MAX),
+    };
+    match pprof::gunzip(data, &limits) {
+        Ok(v) => Ok(Bytes::from(v)),
+        Err(PprofError::TooLarge { .. }) => Err(Failure::TooLarge(format!(
+            "decompressed request exceeds the {limit}-byte limit"
+        ))),
+        Err(e) => Err(Failure::Invalid(format!("invalid gzip payload: {e}"))),
+    }
+}
+
+fn now_nanos() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// Decodes, converts and forwards one export request (`message`: the uncompressed protobuf);
+/// returns how many profiles were forwarded.
+async fn process(shared: &Arc<Shared>, message: Bytes) -> Result<usize, Failure> {
+    let need = (message.len() as u64).saturating_mul(MEMORY_FACTOR);
+    let Some(_memory) = shared
+        .budget
+        .try_reserve(Use::Receive, Priority::Normal, need)
+    else {
+        emit(RequestShed { shared, need });
+        return Err(Failure::Exhausted(format!(
+            "the memory budget (--memory.limit) has no room to convert this request ({need} bytes); retry later"
+        )));
+    };
+    emit(SheddingEnded { shared });
+    let _slot = shared.converters.acquire().await;
+    let converted =
+        crate::runtime::task::spawn_blocking("otelcol.receiver.otlp.convert", move || {
+            let req = ExportProfilesServiceRequest::decode(message)
+                .map_err(|e| Failure::Invalid(format!("failed to parse protobuf request: {e}")))?;
+            let ingested =
+                ingest(&req, now_nanos()).map_err(|e| Failure::Invalid(e.to_string()))?;
+            Ok::<_, Failure>(
+                ingested
+                    .into_iter()
+                    .map(|i| Profile::new(i.labels, pprof::encode(&i.profile, 1)))
+                    .collect::<Vec<Profile>>(),
+            )
+        })
+        .await
+        .map_err(|e| Failure::Internal(format!("conversion failed: {e}")))??;
+    let n = converted.len();
+    if n > 0 && shared.fanout.is_empty() {
+        emit(ProfilesDropped {
+            shared,
+            reason: "no_output",
+            profiles: n,
+        });
+        return Ok(0);
+    }
+    shared.fanout.append(converted);
+    Ok(n)
+}
+
+// ---------------------------------------------------------------------------------------------
+// OTLP/gRPC
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone)]
+struct RouteState {
+    shared: Arc<Shared>,
+    max_size: u64,
+    read_timeout: Duration,
+}
+
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "OK",
+        Status::InvalidArgument => "INVALID_ARGUMENT",
+        Status::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Status::Unimplemented => "UNIMPLEMENTED",
+        Status::Internal => "INTERNAL",
+        _ => "UNKNOWN",
+    }
+}
+
+/// A trailers-only gRPC answer carrying `status`.
+fn grpc_error(status: Status, message: &str) -> Response {
+    let mut r = Response::new(Body::empty());
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(grpc::CONTENT_TYPE),
+    );
+    h.insert("grpc-status", HeaderValue::from(u16::from(status.code())));
+    if let Ok(v) = HeaderValue::from_str(&grpc::encode_message(message)) {
+        h.insert("grpc-message", v);
+    }
+    r
+}
+
+/// A successful answer: the empty response message, then `grpc-status: 0` in the trailers.
+fn grpc_ok(message: &[u8]) -> Response {
+    let mut trailers = HeaderMap::new();
+    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    let frames = futures::stream::iter([
+        Ok::<_, std::convert::Infallible>(http_body::Frame::data(grpc::frame(message, false))),
+        Ok(http_body::Frame::trailers(trailers)),
+    ]);
+    let mut r = Response::new(Body::new(http_body_util::StreamBody::new(frames)));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(grpc::CONTENT_TYPE),
+    );
+    r
+}
+
+async fn grpc_message(st: &RouteState, req: Request) -> Result<Bytes, Failure> {
+    let (parts, body) = req.into_parts();
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !content_type.starts_with(grpc::CONTENT_TYPE)
+        || content_type.starts_with("application/grpc-web")
+    {
+        return Err(Failure::Unsupported(format!(
+            "content-type {content_type:?} is not gRPC with protobuf"
+        )));
+    }
+    let body = read_body(body, st.max_size.saturating_add(5), st.read_timeout).await?;
+    let (compressed, message) = grpc::unframe(&body, st.max_size).map_err(|e| match e {
+        grpc::FrameError::TooLarge { .. } => Failure::TooLarge(e.to_string()),
+        _ => Failure::Invalid(e.to_string()),
+    })?;
+    if !compressed {
+        return Ok(message);
+    }
+    let encoding = parts
+        .headers
+        .get("grpc-encoding")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("identity");
+    match encoding {
+        "gzip" => gunzip(&message, st.max_size),
+        other => Err(Failure::Unsupported(format!(
+            "grpc-encoding {other:?} is not supported (gzip)"
+        ))),
+    }
+}
+
+async fn handle_grpc(State(st): State<RouteState>, req: Request) -> Response {
+    const TRANSPORT: &str = "grpc";
+    let result = match grpc_message(&st, req).await {
+        Ok(message) => process(&st.shared, message).await,
+        Err(f) => Err(f),
+    };
+    match result {
+        Ok(profiles) => {
+            emit(RequestAccepted {
+                shared: &st.shared,
+                transport: TRANSPORT,
+                status: "OK",
+                profiles,
+            });
+            grpc_ok(&ExportProfilesServiceResponse::default().encode_to_vec())
+        }
+        Err(f) => {
+            let status = f.grpc();
+            emit(RequestRejected {
+                shared: &st.shared,
+                transport: TRANSPORT,
+                status: status_name(status),
+                message: f.message(),
+            });
+            grpc_error(status, f.message())
+        }
+    }
+}
+
+pub(crate) fn grpc_router(shared: Arc<Shared>, max_size: u64, read_timeout: Duration) -> Router {
+    let state = RouteState {
+        shared,
+        max_size,
+        read_timeout,
+    };
+    Router::new()
+        .route(grpc::EXPORT_PATH, post(handle_grpc))
+        .fallback(|| async { grpc_error(Status::Unimplemented, "unknown service or method") })
+        .layer(DefaultBodyLimit::disable())
+        .with_state(state)
+}
+
+// ---------------------------------------------------------------------------------------------
+// OTLP/HTTP
+// ---------------------------------------------------------------------------------------------
+
+/// `google.rpc.Status`, the body of an OTLP/HTTP error (code, message; no details).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    pub code: i32,
+    #[prost(string, tag = "2")]
+    pub message: String,
+}
+
+fn http_error(f: &Failure) -> Response {
+    let body = RpcStatus {
+        code: i32::from(f.grpc().code()),
+        message: f.message().to_owned(),
+    }
+    .encode_to_vec();
+    (
+        f.http(),
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-protobuf"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+async fn http_message(st: &RouteState, req: Request) -> Result<Bytes, Failure> {
+    let (parts, body) = req.into_parts();
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    match media {
+        "application/x-protobuf" | "application/protobuf" => {}
+        "application/json" => {
+            return Err(Failure::Unsupported(
+                "OTLP/HTTP JSON is not supported for profiles; send application/x-protobuf".into(),
+            ));
+        }
+        other => {
+            return Err(Failure::Unsupported(format!(
+                "unsupported content type {other:?} (application/x-protobuf)"
+            )));
+        }
+    }
+    let encoding = parts
+        .headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let body = read_body(body, st.max_size, st.read_timeout).await?;
+    match encoding.as_str() {
+        "" | "identity" => Ok(body),
+        "gzip" | "x-gzip" => gunzip(&body, st.max_size),
+        other => Err(Failure::Unsupported(format!(
+            "unsupported Content-Encoding {other:?} (gzip, identity)"
+        ))),
+    }
+}
+
+async fn handle_http(State(st): State<RouteState>, req: Request) -> Response {
+    const TRANSPORT: &str = "http";
+    let result = match http_message(&st, req).await {
+        Ok(message) => process(&st.shared, message).await,
+        Err(f) => Err(f),
+    };
+    match result {
+        Ok(profiles) => {
+            emit(RequestAccepted {
+                shared: &st.shared,
+                transport: TRANSPORT,
+                status: "200",
+                profiles,
+            });
+            (
+                StatusCode::OK,
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/x-protobuf"),
+                )],
+                ExportProfilesServiceResponse::default().encode_to_vec(),
+            )
+                .into_response()
+        }
+        Err(f) => {
+            emit(RequestRejected {
+                shared: &st.shared,
+                transport: TRANSPORT,
+                status: f.http().as_str(),
+                message: f.message(),
+            });
+            http_error(&f)
+        }
+    }
+}
+
+pub(crate) fn http_router(
+    shared: Arc<Shared>,
+    path: &str,
+    max_size: u64,
+    read_timeout: Duration,
+) -> Router {
+    let state = RouteState {
+        shared,
+        max_size,
+        read_timeout,
+    };
+    Router::new()
+        .route(path, post(handle_http))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "404 page not found\n") })
+        .layer(DefaultBodyLimit::disable())
+        .with_state(state)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serving
+// ---------------------------------------------------------------------------------------------
+
+/// One running server; stopping it leaves the listener open.
+pub(crate) struct Instance {
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Instance {
+    /// Serves `app` on a duplicate of `listener`.
+    pub(crate) fn start(
+        name: &'static str,
+        listener: &std::net::TcpListener,
+        app: Router,
+        id: String,
+    ) -> std::io::Result<Instance> {
+        let listener = tokio::net::TcpListener::from_std(listener.try_clone()?)?;
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        let task = crate::runtime::task::spawn(name, async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned());
+            if let Err(e) = serve.await {
+                tracing::error!(component_id = %id, error = %e, "server stopped with an error");
+            }
+        });
+        Ok(Instance { cancel, task })
+    }
+
+    /// Stops accepting, lets requests in flight finish for up to `grace`, then drops the rest.
+    pub(crate) async fn stop(mut self, grace: Duration) {
+        self.cancel.cancel();
+        if tokio::time::timeout(grace, &mut self.task).await.is_err() {
+            self.task.abort();
+        }
+    }
+}
+
+/// Binds `address` (`host:port`).
+pub(crate) fn bind(address: &str) -> std::io::Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(address)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("listen on {address}: {e}")))?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}

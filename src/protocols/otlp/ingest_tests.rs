@@ -1,0 +1,238 @@
+use super::*;
+use crate::protocols::otlp::proto::common::v1::{AnyValue, InstrumentationScope};
+use crate::protocols::otlp::proto::profiles::v1development::{
+    Function, KeyValueAndUnit, Line, Location, ProfilesDictionary, ResourceProfiles, ScopeProfiles,
+    Stack, ValueType,
+};
+use crate::protocols::otlp::proto::resource::v1::Resource;
+
+fn kv(key: &str, value: &str) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.into())),
+        }),
+        ..KeyValue::default()
+    }
+}
+
+/// Strings: 0 "", 1 samples, 2 count, 3 cpu, 4 nanoseconds, 5 main, 6 work, 7 service.name,
+/// 8 thread, 9 alloc_space, 10 bytes. Stacks: 1 = [work, main], 2 = [main]. Attributes:
+/// 1 service.name=a, 2 service.name=b, 3 thread=t1.
+fn dictionary() -> ProfilesDictionary {
+    let strings = [
+        "",
+        "samples",
+        "count",
+        "cpu",
+        "nanoseconds",
+        "main",
+        "work",
+        "service.name",
+        "thread",
+        "alloc_space",
+        "bytes",
+    ];
+    let attr = |key: i32, value: &str| KeyValueAndUnit {
+        key_strindex: key,
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(value.into())),
+        }),
+        unit_strindex: 0,
+    };
+    let loc = |f: i32| Location {
+        lines: vec![Line {
+            function_index: f,
+            line: 10,
+            column: 0,
+        }],
+        ..Location::default()
+    };
+    ProfilesDictionary {
+        string_table: strings.iter().map(|s| s.to_string()).collect(),
+        function_table: vec![
+            Function::default(),
+            Function {
+                name_strindex: 5,
+                ..Function::default()
+            },
+            Function {
+                name_strindex: 6,
+                ..Function::default()
+            },
+        ],
+        location_table: vec![Location::default(), loc(1), loc(2)],
+        stack_table: vec![
+            Stack::default(),
+            Stack {
+                location_indices: vec![2, 1],
+            },
+            Stack {
+                location_indices: vec![1],
+            },
+        ],
+        attribute_table: vec![
+            KeyValueAndUnit::default(),
+            attr(7, "a"),
+            attr(7, "b"),
+            attr(8, "t1"),
+        ],
+        ..ProfilesDictionary::default()
+    }
+}
+
+fn sample(stack: i32, attrs: &[i32], value: i64) -> otlp::Sample {
+    otlp::Sample {
+        stack_index: stack,
+        attribute_indices: attrs.to_vec(),
+        values: vec![value],
+        ..otlp::Sample::default()
+    }
+}
+
+fn request(profile: otlp::Profile, resource: Vec<KeyValue>) -> ExportProfilesServiceRequest {
+    ExportProfilesServiceRequest {
+        resource_profiles: vec![ResourceProfiles {
+            resource: Some(Resource {
+                attributes: resource,
+                ..Resource::default()
+            }),
+            scope_profiles: vec![ScopeProfiles {
+                scope: Some(InstrumentationScope {
+                    name: "ebpf-profiler".into(),
+                    attributes: vec![kv("scope.attr", "s"), kv("host.name", "ignored")],
+                    ..InstrumentationScope::default()
+                }),
+                profiles: vec![profile],
+                ..ScopeProfiles::default()
+            }],
+            ..ResourceProfiles::default()
+        }],
+        dictionary: Some(dictionary()),
+    }
+}
+
+fn label<'a>(i: &'a Ingested, name: &str) -> Option<&'a str> {
+    i.labels
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn cpu_samples_are_split_by_service_and_converted_to_nanoseconds() {
+    let profile = otlp::Profile {
+        sample_type: Some(ValueType {
+            type_strindex: 1,
+            unit_strindex: 2,
+        }),
+        period_type: Some(ValueType {
+            type_strindex: 3,
+            unit_strindex: 4,
+        }),
+        period: 50_000_000,
+        time_unix_nano: 1_700_000_000_000_000_000,
+        samples: vec![
+            sample(1, &[1, 3], 2),
+            sample(2, &[2], 1),
+            sample(2, &[1], 3),
+            sample(1, &[], 4),
+        ],
+        ..otlp::Profile::default()
+    };
+    let resource = vec![kv("host.name", "h1"), kv(EXECUTABLE_NAME_ATTRIBUTE, "app")];
+    let got = ingest(&request(profile, resource), 42).expect("ingests");
+    let services: Vec<_> = got.iter().map(|i| label(i, "service_name")).collect();
+    assert_eq!(
+        services,
+        [Some("a"), Some("b"), Some("unknown_service:app")]
+    );
+    for i in &got {
+        assert_eq!(label(i, "__name__"), Some("process_cpu"));
+        assert_eq!(label(i, "__delta__"), Some("false"));
+        assert_eq!(label(i, "__otel__"), Some("true"));
+        assert_eq!(label(i, "host.name"), Some("h1"), "the resource's wins");
+        assert_eq!(label(i, "scope.attr"), Some("s"));
+        let p = &i.profile;
+        let st = p.sample_type[0];
+        assert_eq!(
+            (text(p, st.r#type), text(p, st.unit)),
+            ("cpu", "nanoseconds")
+        );
+        assert_eq!(p.duration_nanos, DEFAULT_DURATION_NANOS);
+        assert_eq!(p.time_nanos, 1_700_000_000_000_000_000);
+    }
+    let values: Vec<Vec<i64>> = got
+        .iter()
+        .map(|i| i.profile.sample.iter().map(|s| s.value[0]).collect())
+        .collect();
+    assert_eq!(
+        values,
+        [
+            vec![100_000_000, 150_000_000],
+            vec![50_000_000],
+            vec![200_000_000]
+        ]
+    );
+    // `service.name` is a series label, not a sample label; other attributes stay.
+    let a = &got[0].profile;
+    let keys: Vec<&str> = a.sample[0].label.iter().map(|l| text(a, l.key)).collect();
+    assert_eq!(keys, ["thread"]);
+    assert!(a.sample[1].label.is_empty());
+}
+
+#[test]
+fn names_follow_pyroscope() {
+    let cases = [
+        // (sample type, period type, period, name)
+        ((9, 10), Some((9, 10)), 512, "alloc_space"),
+        ((9, 10), None, 0, "alloc_space"),
+        ((3, 4), Some((3, 4)), 10, "cpu"),
+        ((1, 2), Some((3, 4)), 0, "samples"),
+    ];
+    for ((ty, unit), period_type, period, want) in cases {
+        let profile = otlp::Profile {
+            sample_type: Some(ValueType {
+                type_strindex: ty,
+                unit_strindex: unit,
+            }),
+            period_type: period_type.map(|(t, u)| ValueType {
+                type_strindex: t,
+                unit_strindex: u,
+            }),
+            period,
+            samples: vec![sample(1, &[], 7)],
+            ..otlp::Profile::default()
+        };
+        let got = ingest(&request(profile, vec![kv("service.name", "svc")]), 42).expect("ok");
+        assert_eq!(got.len(), 1);
+        assert_eq!(label(&got[0], "__name__"), Some(want), "{ty} {period}");
+        assert_eq!(label(&got[0], "service_name"), Some("svc"));
+        assert_eq!(got[0].profile.sample[0].value, [7], "not rescaled");
+        assert_eq!(got[0].profile.time_nanos, 42, "time of receipt");
+    }
+}
+
+#[test]
+fn bad_requests_are_refused() {
+    let mut req = request(otlp::Profile::default(), Vec::new());
+    req.dictionary = None;
+    assert_eq!(ingest(&req, 0).unwrap_err(), IngestError::NoDictionary);
+    let profile = otlp::Profile {
+        sample_type: Some(ValueType::default()),
+        samples: vec![sample(9, &[], 1)],
+        ..otlp::Profile::default()
+    };
+    let err = ingest(&request(profile, Vec::new()), 0).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("stack_table index 9 is out of range"),
+        "{err}"
+    );
+    let none = otlp::Profile::default();
+    assert_eq!(
+        ingest(&request(none, Vec::new()), 0).map(|v| v.len()),
+        Ok(0),
+        "no samples, no profile"
+    );
+}
