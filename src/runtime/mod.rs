@@ -16,6 +16,7 @@ pub mod health;
 pub mod info;
 mod loader;
 mod logfmt;
+mod module;
 pub mod logging;
 pub mod metrics;
 pub mod process_metrics;
@@ -25,7 +26,7 @@ pub mod size;
 pub mod source;
 pub mod task;
 
-pub use check::{check, check_source};
+pub use check::{check, check_config, check_source};
 pub use component::{BoxError, Component, ComponentOptions, ExportsHandle};
 pub use controller::{ComponentFailure, Controller, ControllerOptions, LoadError};
 pub use health::{Health, HealthState};

@@ -8,6 +8,7 @@
 
 mod apply;
 mod cascade;
+mod imports;
 mod metrics;
 mod node;
 
@@ -156,6 +157,10 @@ pub(crate) struct Inner {
     /// compares the file with, so that a file already (re)loaded by SIGHUP or `/-/reload` is
     /// not reloaded a second time.
     last_applied: std::sync::Mutex<Option<Source>>,
+    /// What the config last analysed without errors imports, for `imports` to watch.
+    watches: std::sync::Mutex<Option<Vec<crate::runtime::module::imports::Watch>>>,
+    /// Stops the task watching the imports of the config applied before.
+    import_watch: std::sync::Mutex<Option<CancellationToken>>,
 }
 
 impl Drop for Inner {
@@ -199,6 +204,8 @@ impl Controller {
             shutdown: CancellationToken::new(),
             last_load: std::sync::Mutex::new(None),
             last_applied: std::sync::Mutex::new(None),
+            watches: std::sync::Mutex::new(None),
+            import_watch: std::sync::Mutex::new(None),
         });
         crate::runtime::task::spawn(
             "controller.cascade",
@@ -214,7 +221,7 @@ impl Controller {
 
     /// Applies a config of one file or several (a directory).
     pub async fn apply_config(&self, source: Source) -> Result<(), LoadError> {
-        self.inner.apply(source).await
+        imports::apply_and_watch(&self.inner, source).await
     }
 
     /// Reads and applies a config file, or a directory of them (startup, `/-/reload`, SIGHUP).
