@@ -359,6 +359,9 @@ testImport.cantAccessThis "cc" {}
 }
 
 fn write(path: &Path, text: &str) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("mkdir");
+    }
     std::fs::write(path, text).expect("write");
 }
 
@@ -510,4 +513,63 @@ async fn import_http() {
     );
     assert_eq!(run_to_sum(&main).await, "from http");
     server.join().expect("server");
+}
+
+/// The sections of a txtar file (`-- name --` lines), the format of Alloy's test data.
+fn txtar(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some(name) = line
+            .strip_prefix("-- ")
+            .and_then(|l| l.strip_suffix(" --"))
+        {
+            out.push((name.to_string(), String::new()));
+        } else if let Some((_, body)) = out.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    out
+}
+
+/// Alloy's `TestImportFile` cases (tests/modules/import_file/*.txtar, ported to `test.pass`):
+/// `main.alloy` imports modules written beside it (found through `module_path`); `sum`
+/// gets "10"; then the `update/` file replaces its namesake and `sum` gets "-10" through the
+/// reload, without touching the main file.
+#[tokio::test]
+async fn import_file_txtar_cases() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/modules/import_file");
+    let mut cases: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixtures")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "txtar"))
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 9, "{cases:?}");
+    for case in cases {
+        let name = case.display().to_string();
+        let sections = txtar(&std::fs::read_to_string(&case).expect("read"));
+        let work = tempfile::tempdir().expect("tempdir");
+        let mut updates = Vec::new();
+        for (file, text) in &sections {
+            match file.strip_prefix("update/") {
+                Some(target) => updates.push((work.path().join(target), text.clone())),
+                None => write(&work.path().join(file), text),
+            }
+        }
+        let storage = tempfile::tempdir().expect("tempdir");
+        let c = controller(storage.path());
+        c.load_file(&work.path().join("main.alloy"))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {}", e.render()));
+        c.wait_idle().await;
+        assert_eq!(sum(&c).await, "10", "{name}");
+        assert!(!updates.is_empty(), "{name} has an update");
+        for (path, text) in updates {
+            write(&path, &text);
+        }
+        eventually(&name, async || sum(&c).await == "-10").await;
+        assert_eq!(c.last_load().and_then(|l| l.error), None, "{name}");
+        c.shutdown().await;
+    }
 }

@@ -181,7 +181,7 @@ pub(crate) fn load(source: &Source, body: &Body, registry: &Registry) -> Loaded 
         imports: ImportCache::default(),
         stack: Vec::new(),
     };
-    let root = ex.defs.new_scope(None);
+    let root = ex.defs.new_scope(None, config_dir(source));
     ex.register_definitions(body, root, false);
     let level = Level {
         prefix: String::new(),
@@ -354,6 +354,18 @@ impl Expander<'_> {
         };
         self.out.diags.push(error);
     }
+}
+
+/// `module_path` at the top level: the config file's directory, or the config directory.
+fn config_dir(source: &Source) -> String {
+    let single = source.files().count() == 1 && source.files().any(|(n, _)| n == source.name);
+    if !single {
+        return source.name.clone();
+    }
+    std::path::Path::new(&source.name)
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
 }
 
 pub(super) fn name_span(block: &Block) -> Span {

@@ -21,6 +21,9 @@ pub(crate) struct Def {
 #[derive(Debug, Default)]
 struct DefScope {
     parent: Option<usize>,
+    /// Alloy's `module_path`: the directory of the file the scope's blocks were read from,
+    /// which import blocks can use to name files beside theirs.
+    module_path: String,
     /// Name as used in a block (`a`, `module.a`) -> definition.
     names: HashMap<String, usize>,
 }
@@ -33,12 +36,20 @@ pub(crate) struct Defs {
 }
 
 impl Defs {
-    pub fn new_scope(&mut self, parent: Option<usize>) -> usize {
+    pub fn new_scope(&mut self, parent: Option<usize>, module_path: String) -> usize {
         self.scopes.push(DefScope {
             parent,
+            module_path,
             names: HashMap::new(),
         });
         self.scopes.len() - 1
+    }
+
+    pub fn module_path(&self, scope: usize) -> String {
+        self.scopes
+            .get(scope)
+            .map(|s| s.module_path.clone())
+            .unwrap_or_default()
     }
 
     pub fn get(&self, def: usize) -> &Def {
@@ -135,7 +146,7 @@ impl Expander<'_> {
                 self.defs.define(scope, label.value.clone(), def);
                 continue;
             }
-            let Some(module) = self.import(block, from_http) else {
+            let Some(module) = self.import(block, scope, from_http) else {
                 continue;
             };
             for (def_name, def) in self.defs.own(module) {

@@ -18,6 +18,7 @@ use crate::syntax::diag::{Diagnostic, Source};
 use crate::syntax::eval::{Scope, eval_body};
 use crate::syntax::parser::parse_source_file;
 use crate::syntax::types::Duration;
+use crate::syntax::value::Value;
 
 /// An imported file or URL and how often to look at it again.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,6 +96,8 @@ struct Read {
     key: String,
     files: Vec<(String, String)>,
     watch: Option<Watch>,
+    /// The module's own `module_path` (an imported file's directory); None: the importer's.
+    module_path: Option<String>,
 }
 
 /// A content fingerprint for change detection (not security: the content is ours to read).
@@ -134,8 +137,9 @@ fn read_text(path: &Path) -> std::io::Result<String> {
 impl Expander<'_> {
     /// Reads the module `block` imports and registers its definitions in a new scope of their
     /// own (a module does not see the definitions of its importer); returns that scope.
-    pub(crate) fn import(&mut self, block: &Block, from_http: bool) -> Option<usize> {
-        let read = self.read_import(block, from_http)?;
+    pub(crate) fn import(&mut self, block: &Block, scope: usize, from_http: bool) -> Option<usize> {
+        let importer_path = self.defs.module_path(scope);
+        let read = self.read_import(block, &importer_path, from_http)?;
         if let Some(done) = self.imports.done.get(&read.key) {
             return *done;
         }
@@ -160,7 +164,8 @@ impl Expander<'_> {
             self.out.diags.extend(diags);
             body.stmts.extend(file.body.stmts);
         }
-        let scope = self.defs.new_scope(None);
+        let module_path = read.module_path.unwrap_or(importer_path);
+        let scope = self.defs.new_scope(None, module_path);
         if parsed_ok {
             for stmt in &body.stmts {
                 match stmt {
@@ -189,7 +194,7 @@ impl Expander<'_> {
         Some(scope)
     }
 
-    fn read_import(&mut self, block: &Block, from_http: bool) -> Option<Read> {
+    fn read_import(&mut self, block: &Block, module_path: &str, from_http: bool) -> Option<Read> {
         let name = block.full_name();
         let header = block.header_span();
         let label = block.label.as_ref().map_or("", |l| l.value.as_str());
@@ -209,8 +214,10 @@ impl Expander<'_> {
             return None;
         }
         // Import arguments are read while loading, before any component runs: they can use
-        // the standard library (`sys.env`), not component exports.
-        let body = match eval_body(&block.body, &Scope::stdlib()) {
+        // the standard library (`sys.env`) and `module_path`, not component exports.
+        let mut scope = Scope::stdlib();
+        scope.set("module_path", Value::String(module_path.to_string()));
+        let body = match eval_body(&block.body, &scope) {
             Ok(body) => body,
             Err(diags) => {
                 self.out.diags.extend(diags);
@@ -232,15 +239,27 @@ impl Expander<'_> {
                 }
                 let path = PathBuf::from(&a.filename);
                 let files = read_path(&path).map_err(|e| format!("failed to read file: {e}"))?;
+                let dir = if path.is_dir() {
+                    Some(path.clone())
+                } else {
+                    path.parent().map(Path::to_path_buf)
+                };
+                // fsnotify is approximated by reading the file every second (or at
+                // `poll_frequency` if shorter): a change is seen within a second.
+                let mut every = positive(a.poll_frequency.get());
+                if a.detector == "fsnotify" {
+                    every = every.min(StdDuration::from_secs(1));
+                }
                 let watch = Watch {
                     what: Watched::File(path),
-                    every: positive(a.poll_frequency.get()),
+                    every,
                     fingerprint: fingerprint(&files),
                 };
                 Ok(Read {
                     key: format!("file:{}", a.filename),
                     files,
                     watch: Some(watch),
+                    module_path: dir.map(|d| d.display().to_string()),
                 })
             }),
             "import.string" => decode::from_body_at::<StringArgs>(&body, header).map(|a| {
@@ -249,6 +268,7 @@ impl Expander<'_> {
                     key: format!("string:{label}:{}", fingerprint(&files)),
                     files,
                     watch: None,
+                    module_path: None,
                 })
             }),
             _ => decode::from_body_at::<HttpArgs>(&body, header).map(|a| {
@@ -269,6 +289,7 @@ impl Expander<'_> {
                     key: format!("http:{}", a.url),
                     files,
                     watch: Some(watch),
+                    module_path: None,
                 })
             }),
         };
