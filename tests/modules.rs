@@ -376,7 +376,10 @@ fn errors_inside_imported_files_point_into_them() {
         "declare \"m\" {\n  argument \"in\" {}\n  test.pas \"a\" {\n    input = argument.in.value\n  }\n}\n",
     );
     let broken = dir.path().join("broken.alloy");
-    write(&broken, "declare \"b\" {\n  test.pass \"a\" {\n    input = \n");
+    write(
+        &broken,
+        "declare \"b\" {\n  test.pass \"a\" {\n    input = \n",
+    );
     let main = format!(
         "import.file \"mod\" {{\n  filename = {:?}\n}}\nimport.file \"bad\" {{\n  filename = {:?}\n}}\nmod.m \"x\" {{\n  in = \"v\"\n}}\n",
         module.display().to_string(),
@@ -519,10 +522,7 @@ async fn import_http() {
 fn txtar(text: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for line in text.lines() {
-        if let Some(name) = line
-            .strip_prefix("-- ")
-            .and_then(|l| l.strip_suffix(" --"))
-        {
+        if let Some(name) = line.strip_prefix("-- ").and_then(|l| l.strip_suffix(" --")) {
             out.push((name.to_string(), String::new()));
         } else if let Some((_, body)) = out.last_mut() {
             body.push_str(line);

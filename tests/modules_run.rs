@@ -96,7 +96,11 @@ async fn a_custom_component_twice_scrapes_two_targets_into_an_exported_receiver(
             })
         })
         .await;
-    assert!(both, "profiles of both instances via the sink:\n{}", s.logs());
+    assert!(
+        both,
+        "profiles of both instances via the sink:\n{}",
+        s.logs()
+    );
     assert!(server.started(0) > 0 && server.started(1) > 0);
 
     // Distinct, readable IDs in the API, each one reachable.
@@ -118,7 +122,10 @@ async fn a_custom_component_twice_scrapes_two_targets_into_an_exported_receiver(
 
     // Each instance's scrape metrics are its own series.
     let metrics = s.metrics().await;
-    for id in ["app.one/pyroscope.scrape.app", "app.two/pyroscope.scrape.app"] {
+    for id in [
+        "app.one/pyroscope.scrape.app",
+        "app.two/pyroscope.scrape.app",
+    ] {
         assert!(
             metrics.contains(&format!("component_id=\"{id}\"")),
             "series for {id}"

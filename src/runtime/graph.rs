@@ -159,17 +159,15 @@ pub(crate) fn build(
     let mut unresolved = Vec::with_capacity(nodes.len());
     let deps: Vec<BTreeSet<usize>> = nodes
         .iter()
-        .map(|n| {
-            match resolvers.get(n.resolves_in) {
-                Some(resolver) => {
-                    let (refs, missing) = resolver.references(n.body, &mut diags);
-                    unresolved.push(missing);
-                    refs
-                }
-                None => {
-                    unresolved.push(Vec::new());
-                    BTreeSet::new()
-                }
+        .map(|n| match resolvers.get(n.resolves_in) {
+            Some(resolver) => {
+                let (refs, missing) = resolver.references(n.body, &mut diags);
+                unresolved.push(missing);
+                refs
+            }
+            None => {
+                unresolved.push(Vec::new());
+                BTreeSet::new()
             }
         })
         .collect();

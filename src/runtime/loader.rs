@@ -291,7 +291,10 @@ impl Expander<'_> {
 
     fn logging(&mut self, block: &Block, level: &Level, seen: &mut HashMap<String, Span>) {
         if level.instance.is_some() {
-            self.error(name_span(block), "logging block not allowed inside a module");
+            self.error(
+                name_span(block),
+                "logging block not allowed inside a module",
+            );
             return;
         }
         if let Some(label) = &block.label {

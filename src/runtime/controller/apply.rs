@@ -49,10 +49,12 @@ impl Inner {
             Ok((loader::load(&parsed, &file.body, &registry), parse_diags))
         })
         .await
-        .map_err(|e| LoadError::Invalid(Diagnostics {
-            source: source.clone(),
-            items: vec![Diagnostic::unspanned(format!("loading the config: {e}"))],
-        }))?;
+        .map_err(|e| {
+            LoadError::Invalid(Diagnostics {
+                source: source.clone(),
+                items: vec![Diagnostic::unspanned(format!("loading the config: {e}"))],
+            })
+        })?;
         let (loaded, parse_diags) = match loaded {
             Ok(loaded) => loaded,
             Err(items) => return Err(LoadError::Invalid(Diagnostics { source, items })),
@@ -63,10 +65,14 @@ impl Inner {
         // exports; new components can only offer their initial ones.
         let analysis = {
             let nodes = &state.nodes;
-            analyze_loaded(loaded, &self.base_scope, &|decl| match nodes.get(&decl.id) {
-                Some(n) if n.name() == decl.kind.name() => n.exports.get(),
-                _ => decl.kind.initial_exports(),
-            })
+            analyze_loaded(
+                loaded,
+                &self.base_scope,
+                &|decl| match nodes.get(&decl.id) {
+                    Some(n) if n.name() == decl.kind.name() => n.exports.get(),
+                    _ => decl.kind.initial_exports(),
+                },
+            )
         };
         let source = analysis.loaded.source.clone();
         let mut items = parse_diags;

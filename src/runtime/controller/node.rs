@@ -10,13 +10,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use crate::runtime::analyze::value_exports;
 use crate::runtime::component::{
     ArgsError, ComponentOptions, ErasedComponent, ExportsCell, ExportsChanged, ExportsHandle,
     PendingCounter,
 };
 use crate::runtime::health::{Health, HealthState, least_healthy};
 use crate::runtime::info::{ComponentInfo, HealthInfo};
-use crate::runtime::analyze::value_exports;
 use crate::runtime::loader::{ComponentDecl, Kind};
 use crate::runtime::metrics::MetricsRegistry;
 use crate::runtime::services::Services;
@@ -123,11 +123,8 @@ impl Node {
             // An argument or export: its value is what it exports, and publishing a different
             // one re-evaluates the blocks that use it.
             kind => {
-                let handle = ExportsHandle::new(
-                    self.exports.clone(),
-                    cx.events.clone(),
-                    cx.pending.clone(),
-                );
+                let handle =
+                    ExportsHandle::new(self.exports.clone(), cx.events.clone(), cx.pending.clone());
                 handle.publish(value_exports(kind, &body));
                 self.args = Some(body);
                 return Ok(());
@@ -162,9 +159,7 @@ impl Node {
                 };
                 let span = component_span(&self.id);
                 let instance = span
-                    .in_scope(|| {
-                        registration.build(opts, &body, self.block.header_span())
-                    })
+                    .in_scope(|| registration.build(opts, &body, self.block.header_span()))
                     .map_err(render)?;
                 self.args = Some(body);
                 self.start(instance.clone());
@@ -212,6 +207,10 @@ impl Node {
     }
 
     pub fn health(&self) -> Health {
+        // Arguments and exports have no task: their evaluation is all there is to them.
+        if !matches!(self.kind, Kind::Component(_)) {
+            return self.eval_health.clone();
+        }
         let mut reports = vec![self.eval_health.clone(), lock(&self.run_health).clone()];
         if let Some(h) = self.instance.as_ref().and_then(|i| i.erased_health()) {
             reports.push(h);

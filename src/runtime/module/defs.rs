@@ -111,7 +111,10 @@ impl Expander<'_> {
                 continue;
             }
             let Some(label) = block.label.as_ref().filter(|l| !l.value.is_empty()) else {
-                self.error(block.header_span(), format!("{name} block must have a label"));
+                self.error(
+                    block.header_span(),
+                    format!("{name} block must have a label"),
+                );
                 continue;
             };
             if name == "declare" && label.value == "declare" {

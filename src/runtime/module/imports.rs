@@ -206,7 +206,10 @@ impl Expander<'_> {
             );
             return None;
         }
-        if !matches!(name.as_str(), "import.file" | "import.string" | "import.http") {
+        if !matches!(
+            name.as_str(),
+            "import.file" | "import.string" | "import.http"
+        ) {
             self.error(
                 name_span(block),
                 format!("cannot find the definition of component name {name:?}"),

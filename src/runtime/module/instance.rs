@@ -90,7 +90,9 @@ impl Expander<'_> {
         let global = format!("{}{local_id}", level.prefix);
         self.out.broken.push(HashSet::new());
         let scope = self.out.broken.len() - 1;
-        let defs = self.defs.new_scope(Some(outer), self.defs.module_path(outer));
+        let defs = self
+            .defs
+            .new_scope(Some(outer), self.defs.module_path(outer));
         let inner = Level {
             prefix: format!("{global}/"),
             module_id: global,

@@ -22,12 +22,11 @@ pub(crate) async fn wait_for_change(
             _ = tokio::time::sleep(every) => {}
         }
         let current: Vec<Watch> = watches.to_vec();
-        let fingerprints =
-            crate::runtime::task::spawn_blocking("module.import_watch", move || {
-                current.iter().map(read_fingerprint).collect::<Vec<u64>>()
-            })
-            .await
-            .ok()?;
+        let fingerprints = crate::runtime::task::spawn_blocking("module.import_watch", move || {
+            current.iter().map(read_fingerprint).collect::<Vec<u64>>()
+        })
+        .await
+        .ok()?;
         let mut changed = None;
         for (watch, now) in watches.iter_mut().zip(fingerprints) {
             if watch.fingerprint != now {
