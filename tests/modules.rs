@@ -287,7 +287,7 @@ testImport.a "cc" {}
             r#"
 import.string "testImport" {
   content = `import.string "nestedImport" {
-    content = 'declare "cantAccessThis" {}'
+    content = "declare \"cantAccessThis\" {}"
   }`
 }
 testImport.cantAccessThis "cc" {}
@@ -381,7 +381,7 @@ fn errors_inside_imported_files_point_into_them() {
         "declare \"b\" {\n  test.pass \"a\" {\n    input = \n",
     );
     let main = format!(
-        "import.file \"mod\" {{\n  filename = {:?}\n}}\nimport.file \"bad\" {{\n  filename = {:?}\n}}\nmod.m \"x\" {{\n  in = \"v\"\n}}\n",
+        "import.file \"mod\" {{\n  filename = {:?}\n}}\nimport.file \"bad\" {{\n  filename = {:?}\n}}\nmod.m \"x\" {{\n  in = \"v\"\n}}\nbad.b \"y\" {{}}\n",
         module.display().to_string(),
         broken.display().to_string(),
     );
@@ -404,6 +404,8 @@ fn errors_inside_imported_files_point_into_them() {
             .any(|l| l.contains(&format!("{broken_name}:")) && l.contains("error")),
         "{rendered}"
     );
+    // The blocks using the broken module's definitions are not reported on top of it.
+    assert!(!rendered.contains("\"bad.b\""), "{rendered}");
 }
 
 /// Waits (bounded, a hang guard only) until `f` holds.

@@ -132,3 +132,119 @@ async fn a_custom_component_twice_scrapes_two_targets_into_an_exported_receiver(
         );
     }
 }
+
+/// The module of [`import_file_reload_and_broken_module`]: a scrape wrapper whose profiles get
+/// `version`.
+fn module(version: &str, profiling: &str) -> String {
+    format!(
+        r#"declare "app" {{
+  argument "address" {{ }}
+  argument "prefix" {{ }}
+  argument "forward_to" {{ }}
+
+  pyroscope.relabel "version" {{
+    forward_to = argument.forward_to.value
+    rule {{
+      target_label = "version"
+      replacement  = "{version}"
+    }}
+  }}
+
+  pyroscope.scrape "app" {{
+    targets = [{{
+      "__address__"             = argument.address.value,
+      "__profile_path_prefix__" = argument.prefix.value,
+      "service_name"            = "imported",
+    }}]
+    forward_to      = [pyroscope.relabel.version.receiver]
+    scrape_interval = "1s"
+    scrape_timeout  = "900ms"
+{profiling}  }}
+}}
+"#
+    )
+}
+
+/// `scraper run` with an `import.file` module: an edit of the module is picked up without
+/// touching the main file (profiles change label), and a broken edit is reported with its
+/// position in the module while the running pipeline carries on unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_file_reload_and_broken_module() {
+    let server = ProfileServer::start(1, heap_versions(20, 4), Duration::ZERO).await;
+    let receiver = PyroscopeReceiver::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lib = dir.path().join("lib.alloy");
+    let profiling = support::alloy::profiling_config(&["memory"]);
+    std::fs::write(&lib, module("v1", &profiling)).expect("write module");
+    let (addr, prefix) = server.target(0);
+    let cfg = format!(
+        r#"
+import.file "lib" {{
+  filename       = "{lib}"
+  detector       = "poll"
+  poll_frequency = "100ms"
+}}
+
+pyroscope.write "rx" {{
+  endpoint {{
+    url = "{url}"
+  }}
+}}
+
+lib.app "one" {{
+  address    = "{addr}"
+  prefix     = "{prefix}"
+  forward_to = [pyroscope.write.rx.receiver]
+}}
+"#,
+        lib = lib.display(),
+        url = receiver.url(),
+    );
+    let s = Scraper::start(move |_| cfg).await;
+    let has = |version: &str| {
+        receiver.received().iter().any(|r| {
+            r.label("version") == Some(version) && r.label("service_name") == Some("imported")
+        })
+    };
+    assert!(
+        s.wait(Duration::from_secs(30), |_| has("v1")).await,
+        "{}",
+        s.logs()
+    );
+
+    std::fs::write(&lib, module("v2", &profiling)).expect("write module");
+    assert!(
+        s.wait(Duration::from_secs(30), |_| has("v2")).await,
+        "the module edit was not applied:\n{}",
+        s.logs()
+    );
+    assert!(s.logs().contains("imported module changed"), "{}", s.logs());
+
+    // A syntax error on line 6 of the module (`pyroscope.relabel "version" = {`).
+    let broken = module("v3", &profiling).replacen(
+        "  pyroscope.relabel \"version\" {",
+        "  pyroscope.relabel \"version\" = {",
+        1,
+    );
+    std::fs::write(&lib, broken).expect("write module");
+    let position = format!("{}:6:", lib.display());
+    assert!(
+        s.wait(Duration::from_secs(30), |s| s.logs().contains(&position))
+            .await,
+        "the broken module's error, at its position in the module:\n{}",
+        s.logs()
+    );
+    let before = receiver.count();
+    assert!(
+        s.wait(Duration::from_secs(30), |_| receiver.count() > before + 1)
+            .await,
+        "the running pipeline stopped:\n{}",
+        s.logs()
+    );
+    assert!(!has("v3"));
+    let listed = s.get("/api/v0/web/components").await;
+    assert!(
+        listed.contains("lib.app.one/pyroscope.scrape.app"),
+        "{listed}"
+    );
+}

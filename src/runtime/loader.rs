@@ -340,6 +340,9 @@ impl Expander<'_> {
         if let Some(label) = &block.label {
             self.out.broken[level.scope].insert(format!("{name}.{}", label.value));
         }
+        if self.defs.from_failed_import(level.defs, name) {
+            return;
+        }
         let error = Diagnostic::error(
             name_span(block),
             format!(

@@ -26,6 +26,9 @@ struct DefScope {
     module_path: String,
     /// Name as used in a block (`a`, `module.a`) -> definition.
     names: HashMap<String, usize>,
+    /// Labels of imports that failed (already reported): their definitions are unknown, and
+    /// blocks using them are not reported again.
+    failed: Vec<String>,
 }
 
 /// Arenas of definitions and of the scopes that name them.
@@ -41,6 +44,7 @@ impl Defs {
             parent,
             module_path,
             names: HashMap::new(),
+            failed: Vec::new(),
         });
         self.scopes.len() - 1
     }
@@ -65,6 +69,31 @@ impl Defs {
                 return Some(d);
             }
             scope = s.parent?;
+        }
+    }
+
+    /// Whether `name` (`ns.a`) is in the namespace of an import that failed.
+    pub fn from_failed_import(&self, mut scope: usize, name: &str) -> bool {
+        let Some((ns, _)) = name.split_once('.') else {
+            return false;
+        };
+        loop {
+            let Some(s) = self.scopes.get(scope) else {
+                return false;
+            };
+            if s.names
+                .keys()
+                .any(|n| n.split_once('.').is_some_and(|(p, _)| p == ns))
+            {
+                return false;
+            }
+            if s.failed.iter().any(|f| f == ns) {
+                return true;
+            }
+            match s.parent {
+                Some(p) => scope = p,
+                None => return false,
+            }
         }
     }
 
@@ -150,6 +179,7 @@ impl Expander<'_> {
                 continue;
             }
             let Some(module) = self.import(block, scope, from_http) else {
+                self.defs.scopes[scope].failed.push(label.value.clone());
                 continue;
             };
             for (def_name, def) in self.defs.own(module) {
@@ -161,5 +191,56 @@ impl Expander<'_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(defs: &mut Defs, scope: usize, name: &str) -> usize {
+        let (file, _) = crate::syntax::parser::parse_file(&format!("declare {name:?} {{}}\n"));
+        let Some(Stmt::Block(block)) = file.body.stmts.into_iter().next() else {
+            panic!("parse");
+        };
+        defs.defs.push(Def {
+            label: name.to_string(),
+            block: Rc::new(block),
+            outer: scope,
+        });
+        let d = defs.defs.len() - 1;
+        assert!(defs.define(scope, name.to_string(), d));
+        d
+    }
+
+    /// Lookups walk outwards from a scope; the nearest definition wins; a module's scope has
+    /// no parent, so it sees nothing of its importer.
+    #[test]
+    fn lookup_shadowing_and_module_isolation() {
+        let mut defs = Defs::default();
+        let root = defs.new_scope(None, String::new());
+        let outer_a = def(&mut defs, root, "a");
+        let b = def(&mut defs, root, "b");
+        let inner = defs.new_scope(Some(root), String::new());
+        let inner_a = def(&mut defs, inner, "a");
+        let module = defs.new_scope(None, "/m".to_string());
+        def(&mut defs, module, "c");
+        defs.scopes[root].failed.push("broken".to_string());
+
+        let cases: &[(&str, usize, &str, Option<usize>)] = &[
+            ("own definition", root, "a", Some(outer_a)),
+            ("nearest wins", inner, "a", Some(inner_a)),
+            ("outer visible", inner, "b", Some(b)),
+            ("module sees nothing outside", module, "a", None),
+            ("importer does not see the module's own", root, "c", None),
+            ("unknown", inner, "zzz", None),
+        ];
+        for (name, scope, lookup, want) in cases {
+            assert_eq!(defs.lookup(*scope, lookup), *want, "{name}");
+        }
+        assert!(defs.from_failed_import(inner, "broken.x"));
+        assert!(!defs.from_failed_import(inner, "other.x"));
+        assert!(!defs.from_failed_import(module, "broken.x"));
+        assert_eq!(defs.module_path(module), "/m");
     }
 }

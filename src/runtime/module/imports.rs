@@ -190,8 +190,9 @@ impl Expander<'_> {
             self.register_definitions(&body, scope, http);
         }
         self.imports.reading.pop();
-        self.imports.done.insert(read.key, Some(scope));
-        Some(scope)
+        let module = parsed_ok.then_some(scope);
+        self.imports.done.insert(read.key, module);
+        module
     }
 
     fn read_import(&mut self, block: &Block, module_path: &str, from_http: bool) -> Option<Read> {
