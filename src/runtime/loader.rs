@@ -340,7 +340,7 @@ impl Expander<'_> {
         if let Some(label) = &block.label {
             self.out.broken[level.scope].insert(format!("{name}.{}", label.value));
         }
-        if self.defs.from_failed_import(level.defs, name) {
+        if self.defs.in_failed_import(level.defs, name) {
             return;
         }
         let error = Diagnostic::error(

@@ -73,7 +73,7 @@ impl Defs {
     }
 
     /// Whether `name` (`ns.a`) is in the namespace of an import that failed.
-    pub fn from_failed_import(&self, mut scope: usize, name: &str) -> bool {
+    pub fn in_failed_import(&self, mut scope: usize, name: &str) -> bool {
         let Some((ns, _)) = name.split_once('.') else {
             return false;
         };
@@ -238,9 +238,9 @@ mod tests {
         for (name, scope, lookup, want) in cases {
             assert_eq!(defs.lookup(*scope, lookup), *want, "{name}");
         }
-        assert!(defs.from_failed_import(inner, "broken.x"));
-        assert!(!defs.from_failed_import(inner, "other.x"));
-        assert!(!defs.from_failed_import(module, "broken.x"));
+        assert!(defs.in_failed_import(inner, "broken.x"));
+        assert!(!defs.in_failed_import(inner, "other.x"));
+        assert!(!defs.in_failed_import(module, "broken.x"));
         assert_eq!(defs.module_path(module), "/m");
     }
 }
