@@ -170,6 +170,32 @@ test.pass "sum" { input = test.myModule.output }
     }
 }
 
+/// `module_path` is the directory of the file a block was read from: the config's (empty for
+/// a config given as text), or the imported file's (Alloy's `TestDeclareModulePath`).
+#[tokio::test]
+async fn module_path_in_blocks() {
+    let local = r#"
+declare "mod" {
+  export "output" { value = module_path }
+}
+mod "myModule" {}
+test.pass "sum" { input = "[" + mod.myModule.output + "]" }
+"#;
+    assert_eq!(run_to_sum(local).await, "[]");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sub = dir.path().join("lib");
+    write(
+        &sub.join("module.alloy"),
+        "declare \"where\" {\n  test.pass \"p\" {\n    input = module_path\n  }\n  export \"output\" {\n    value = test.pass.p.output\n  }\n}\n",
+    );
+    let main = format!(
+        "import.file \"m\" {{\n  filename = {:?}\n}}\nm.where \"x\" {{}}\ntest.pass \"sum\" {{\n  input = m.where.x.output\n}}\n",
+        sub.join("module.alloy").display().to_string()
+    );
+    assert_eq!(run_to_sum(&main).await, sub.display().to_string());
+}
+
 /// A changed argument re-evaluates the blocks inside the instance that use it, and a changed
 /// export the blocks outside that use it; the other instance is left alone.
 #[tokio::test]

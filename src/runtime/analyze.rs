@@ -62,7 +62,7 @@ pub(crate) fn analyze_loaded(
             span: d.block.header_span(),
         })
         .collect();
-    let is_scope_name = |name: &str| base.get(name).is_some();
+    let is_scope_name = |name: &str| name == MODULE_PATH || base.get(name).is_some();
     let resolvers: Vec<Resolver> = loaded
         .broken
         .iter()
@@ -105,7 +105,7 @@ pub(crate) fn analyze_loaded(
     let rest = (0..decls.len()).filter(|i| !in_order.contains(i));
     for i in graph.order.iter().copied().chain(rest) {
         let decl = &decls[i];
-        let scope = scope_for(
+        let mut scope = scope_for(
             base,
             graph.deps[i].iter().map(|&j| {
                 let dep = &decls[j];
@@ -117,6 +117,7 @@ pub(crate) fn analyze_loaded(
                 (dep.path.as_slice(), value)
             }),
         );
+        scope.set(MODULE_PATH, Value::String(decl.module_path.clone()));
         diags.extend(eval::deprecation_warnings(&decl.block.body, &scope));
         let (body, unevaluated) = eval::eval_body_partial(&decl.block.body, &scope);
         let failed = report_unevaluated(unevaluated, &graph.unresolved[i], &mut diags);
@@ -153,6 +154,9 @@ pub(crate) fn value_exports(kind: Kind, body: &EvaluatedBody) -> Value {
         _ => value,
     }
 }
+
+/// Alloy's name for the directory of the file a block was read from.
+pub(crate) const MODULE_PATH: &str = "module_path";
 
 /// The scope a block is evaluated in: the standard library plus the exports of the components
 /// it references, each under its ID path (`discovery.relabel.otel`).

@@ -73,6 +73,9 @@ pub(crate) struct ComponentDecl {
     pub visible_in: usize,
     /// The resolution scope the block's own references are looked up in.
     pub resolves_in: usize,
+    /// Alloy's `module_path` for the block's expressions: the directory of the file the
+    /// scope `resolves_in` was read from.
+    pub module_path: String,
     /// The instance this node belongs to (`profiling.feature`), empty at the top level.
     pub module_id: String,
 }
@@ -88,6 +91,8 @@ pub(crate) struct Loaded {
     /// Per resolution scope, keys of blocks that failed to load (unknown name, duplicate):
     /// references to them are not reported again.
     pub broken: Vec<HashSet<String>>,
+    /// Per resolution scope, its `module_path`.
+    pub module_paths: Vec<String>,
     pub diags: Vec<Diagnostic>,
     /// Imported files and URLs to poll for changes.
     pub watches: Vec<Watch>,
@@ -174,6 +179,7 @@ pub(crate) fn load(source: &Source, body: &Body, registry: &Registry) -> Loaded 
             components: Vec::new(),
             logging: None,
             broken: vec![HashSet::new()],
+            module_paths: vec![config_dir(source)],
             diags: Vec::new(),
             watches: Vec::new(),
         },
@@ -275,6 +281,7 @@ impl Expander<'_> {
                 kind: Kind::Component(registration),
                 visible_in: level.scope,
                 resolves_in: level.scope,
+                module_path: self.out.module_paths[level.scope].clone(),
                 module_id: level.module_id.clone(),
             });
         }

@@ -127,6 +127,7 @@ impl Inner {
                 Some(node) => {
                     node.block = decl.block.clone();
                     node.kind = decl.kind;
+                    node.module_path = decl.module_path.clone();
                 }
                 None => {
                     state

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::metrics::ControllerMetrics;
 use self::node::{BuildContext, EvalFailure, Node};
-use super::analyze::scope_for;
+use super::analyze::{MODULE_PATH, scope_for};
 use super::component::{Component, ExportsChanged, PendingCounter};
 use super::health::HealthState;
 use super::info::{ComponentInfo, LoadOutcome};
@@ -34,6 +34,7 @@ use super::services::Services;
 use super::source::read_config;
 use crate::syntax::diag::{Diagnostic, Diagnostics, Source};
 use crate::syntax::eval::Scope;
+use crate::syntax::value::Value;
 
 /// How long shutdown and reloads wait for a stopped component's `run` to return before moving on
 /// without it.
@@ -399,13 +400,14 @@ impl State {
         let Some(node) = self.nodes.get(id) else {
             return Ok(());
         };
-        let scope = scope_for(
+        let mut scope = scope_for(
             &inner.base_scope,
             node.references
                 .iter()
                 .filter_map(|dep| self.nodes.get(dep))
                 .map(|dep| (dep.path.as_slice(), dep.exports.get())),
         );
+        scope.set(MODULE_PATH, Value::String(node.module_path.clone()));
         let source = self.source.clone();
         let Some(node) = self.nodes.get_mut(id) else {
             return Ok(());

@@ -50,6 +50,8 @@ pub(super) struct Node {
     pub label: String,
     /// The custom component instance the node belongs to; empty at the top level.
     pub module_id: String,
+    /// `module_path` for the block's expressions.
+    pub module_path: String,
     pub kind: Kind,
     pub block: Block,
     pub exports: Arc<ExportsCell>,
@@ -73,6 +75,7 @@ impl Node {
             path: decl.path.clone(),
             label: decl.label.clone(),
             module_id: decl.module_id.clone(),
+            module_path: decl.module_path.clone(),
             kind: decl.kind,
             block: decl.block.clone(),
             exports: ExportsCell::new(&decl.id, decl.kind.initial_exports()),

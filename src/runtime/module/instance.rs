@@ -89,6 +89,7 @@ impl Expander<'_> {
         }
         let global = format!("{}{local_id}", level.prefix);
         self.out.broken.push(HashSet::new());
+        self.out.module_paths.push(self.defs.module_path(outer));
         let scope = self.out.broken.len() - 1;
         let defs = self
             .defs
@@ -170,6 +171,7 @@ impl Expander<'_> {
             kind: Kind::Argument,
             visible_in: level.scope,
             resolves_in,
+            module_path: self.out.module_paths[resolves_in].clone(),
             module_id: level.module_id.clone(),
         });
     }
@@ -206,6 +208,7 @@ impl Expander<'_> {
             kind: Kind::Export,
             visible_in: instance.parent_scope,
             resolves_in: level.scope,
+            module_path: self.out.module_paths[level.scope].clone(),
             module_id: level.module_id.clone(),
         });
     }
