@@ -18,7 +18,7 @@ fn check_reports_every_error_with_position_and_caret() {
     let bad = dir.path().join("bad.alloy");
     std::fs::write(
         &bad,
-        "logging {\n  level = nope.level\n}\n\nnot.a.component \"x\" {\n}\n\ndeclare \"y\" {\n}\n",
+        "logging {\n  level = nope.level\n}\n\nnot.a.component \"x\" {\n}\n\nforeach \"y\" {\n}\n",
     )
     .expect("write");
     let good = dir.path().join("good.alloy");
@@ -35,7 +35,7 @@ fn check_reports_every_error_with_position_and_caret() {
     for want in [
         format!("{b}:2:11: component \"nope.level\" does not exist or is out of scope"),
         format!("{b}:5:1: cannot find the definition of component name \"not.a.component\""),
-        format!("{b}:8:1: custom components (declare blocks) are not supported by scraper"),
+        format!("{b}:8:1: foreach blocks are not supported by scraper"),
     ] {
         assert!(err.contains(&want), "missing {want:?} in\n{err}");
     }

@@ -86,11 +86,10 @@ fn load_errors() {
             &["component \"test.pass.zzz.output\" does not exist or is out of scope"],
         ),
         (
-            "unsupported module blocks",
+            "foreach is unsupported; an import needs its arguments",
             "declare \"x\" {\n}\nimport.file \"y\" {\n}\nforeach \"z\" {\n}\n",
             &[
-                "custom components (declare blocks) are not supported by scraper",
-                "modules (import blocks) are not supported by scraper",
+                "missing required attribute \"filename\"",
                 "foreach blocks are not supported by scraper",
             ],
         ),

@@ -22,7 +22,7 @@ pub(super) fn check(paths: &[PathBuf]) -> ExitCode {
                 continue;
             }
         };
-        let diags = runtime::check_source(&registry, &source);
+        let (source, diags) = runtime::check_config(&registry, &source);
         eprint!("{}", source.render_all(&diags));
         let n = diags.iter().filter(|d| d.is_error()).count();
         if n > 0 {

@@ -89,7 +89,7 @@ pub(super) fn relabel(args: RelabelArgs) -> anyhow::Result<ExitCode> {
             format!("it has {}", found.join(", "))
         };
         let nested = if nested_block(&file.body.stmts, &label) {
-            " (only top-level blocks: declare blocks are not supported by scraper)"
+            " (only top-level blocks: scraper relabel does not look inside declare blocks)"
         } else {
             ""
         };

@@ -6,38 +6,48 @@ use std::collections::HashSet;
 
 use super::component::ArgsError;
 use super::graph::{self, Graph, GraphNode, Resolver};
-use super::loader::{self, ComponentDecl, Loaded};
+use super::loader::{self, ComponentDecl, Kind, Loaded, argument_exports};
 use super::logging::{self, LoggingConfig};
 use super::registry::Registry;
 use crate::syntax::ast::{File, Span};
 use crate::syntax::diag::{Diagnostic, Source};
-use crate::syntax::eval::{self, Scope, Unevaluated};
+use crate::syntax::eval::{self, EvaluatedBody, Scope, Unevaluated};
 use crate::syntax::value::Value;
 
-pub(crate) struct Analysis<'a> {
-    pub loaded: Loaded<'a>,
+pub(crate) struct Analysis {
+    pub loaded: Loaded,
     pub graph: Graph,
     pub logging: LoggingConfig,
     /// Errors and warnings, in source order.
     pub diags: Vec<Diagnostic>,
 }
 
-impl Analysis<'_> {
+impl Analysis {
     pub fn has_errors(&self) -> bool {
         self.diags.iter().any(Diagnostic::is_error)
     }
 }
 
 /// Analyses `file`. `exports_of` supplies what each component exports for the purpose of
-/// evaluating its dependants: initial exports for `check`, live exports on reload.
-pub(crate) fn analyze<'a>(
+/// evaluating its dependants: initial exports for `check`, live exports on reload. Arguments
+/// and exports of custom components are evaluated here, in dependency order.
+pub(crate) fn analyze(
     source: &Source,
-    file: &'a File,
+    file: &File,
     registry: &Registry,
     base: &Scope,
-    exports_of: &dyn Fn(&ComponentDecl<'_>) -> Value,
-) -> Analysis<'a> {
-    let mut loaded = loader::load(source, &file.body, registry);
+    exports_of: &dyn Fn(&ComponentDecl) -> Value,
+) -> Analysis {
+    analyze_loaded(loader::load(source, &file.body, registry), base, exports_of)
+}
+
+/// [`analyze`] of a config already loaded (loading reads imported modules: `run` does it on a
+/// blocking thread).
+pub(crate) fn analyze_loaded(
+    mut loaded: Loaded,
+    base: &Scope,
+    exports_of: &dyn Fn(&ComponentDecl) -> Value,
+) -> Analysis {
     let mut diags = std::mem::take(&mut loaded.diags);
 
     let nodes: Vec<GraphNode> = loaded
@@ -45,17 +55,25 @@ pub(crate) fn analyze<'a>(
         .iter()
         .map(|d| GraphNode {
             id: &d.id,
+            key: &d.key,
+            visible_in: d.visible_in,
+            resolves_in: d.resolves_in,
             body: &d.block.body,
             span: d.block.header_span(),
         })
         .collect();
-    let is_scope_name = |name: &str| base.get(name).is_some();
-    let resolver = Resolver::new(&nodes, &loaded.broken_ids, &is_scope_name);
-    let (graph, graph_diags) = graph::build(&nodes, &resolver);
+    let is_scope_name = |name: &str| name == MODULE_PATH || base.get(name).is_some();
+    let resolvers: Vec<Resolver> = loaded
+        .broken
+        .iter()
+        .enumerate()
+        .map(|(scope, broken)| Resolver::new(&nodes, scope, broken, &is_scope_name))
+        .collect();
+    let (graph, graph_diags) = graph::build(&nodes, &resolvers);
     diags.extend(graph_diags);
 
     let mut logging = LoggingConfig::default();
-    if let Some(block) = loaded.logging {
+    if let (Some(block), Some(resolver)) = (&loaded.logging, resolvers.first()) {
         let (refs, unresolved) = resolver.references(&block.body, &mut diags);
         if !refs.is_empty() {
             diags.push(Diagnostic::error(
@@ -79,24 +97,44 @@ pub(crate) fn analyze<'a>(
 
     // Every block is evaluated and decoded, even one with a bad reference: the attributes
     // that cannot be evaluated are left out, so the rest of its errors come out in the same run.
-    for (i, decl) in loaded.components.iter().enumerate() {
-        let scope = scope_for(
+    // Dependencies first, so that arguments and exports have their values when used; blocks
+    // on a cycle (already reported) come last.
+    let decls = &loaded.components;
+    let mut values: Vec<Option<Value>> = vec![None; decls.len()];
+    let in_order: HashSet<usize> = graph.order.iter().copied().collect();
+    let rest = (0..decls.len()).filter(|i| !in_order.contains(i));
+    for i in graph.order.iter().copied().chain(rest) {
+        let decl = &decls[i];
+        let mut scope = scope_for(
             base,
             graph.deps[i].iter().map(|&j| {
-                let dep = &loaded.components[j];
-                (dep.path.as_slice(), exports_of(dep))
+                let dep = &decls[j];
+                let value = match (&values[j], dep.kind) {
+                    (Some(v), _) => v.clone(),
+                    (None, Kind::Component(_)) => exports_of(dep),
+                    (None, kind) => kind.initial_exports(),
+                };
+                (dep.path.as_slice(), value)
             }),
         );
+        scope.set(MODULE_PATH, Value::String(decl.module_path.clone()));
         diags.extend(eval::deprecation_warnings(&decl.block.body, &scope));
         let (body, unevaluated) = eval::eval_body_partial(&decl.block.body, &scope);
         let failed = report_unevaluated(unevaluated, &graph.unresolved[i], &mut diags);
         let header = decl.block.header_span();
-        if let Err(e) = decl.registration.validate(&body, header, &failed) {
-            diags.extend(args_diagnostics(e, header));
+        match decl.kind {
+            Kind::Component(registration) => {
+                if let Err(e) = registration.validate(&body, header, &failed) {
+                    diags.extend(args_diagnostics(e, header));
+                }
+            }
+            kind => values[i] = Some(value_exports(kind, &body)),
         }
     }
 
     // Stable: diagnostics at the same position keep the order they were found in.
+    let mut seen = HashSet::new();
+    diags.retain(|d| seen.insert((d.span, d.message.clone())));
     diags.sort_by_key(|d| d.span.map_or(u32::MAX, |s| s.start));
     Analysis {
         loaded,
@@ -105,6 +143,20 @@ pub(crate) fn analyze<'a>(
         diags,
     }
 }
+
+/// What an argument or export node exports, given its evaluated body.
+pub(crate) fn value_exports(kind: Kind, body: &EvaluatedBody) -> Value {
+    let value = body
+        .attribute("value")
+        .map_or(Value::Null, |a| a.value.clone());
+    match kind {
+        Kind::Argument => argument_exports(value),
+        _ => value,
+    }
+}
+
+/// Alloy's name for the directory of the file a block was read from.
+pub(crate) const MODULE_PATH: &str = "module_path";
 
 /// The scope a block is evaluated in: the standard library plus the exports of the components
 /// it references, each under its ID path (`discovery.relabel.otel`).

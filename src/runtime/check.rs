@@ -16,15 +16,23 @@ pub fn check(registry: &Registry, file_name: &str, src: &str) -> Vec<Diagnostic>
 }
 
 /// [`check`] for a config of one file or several (a directory, see `runtime::source`).
+/// Positions inside imported modules need the files they were read from: see
+/// [`check_config`].
 pub fn check_source(registry: &Registry, source: &Source) -> Vec<Diagnostic> {
+    check_config(registry, source).1
+}
+
+/// [`check_source`], with the config's files followed by every module it imports: the source
+/// to render the diagnostics with.
+pub fn check_config(registry: &Registry, source: &Source) -> (Source, Vec<Diagnostic>) {
     let (file, mut diags) = parse_source(source);
     if diags.iter().any(Diagnostic::is_error) {
-        return diags;
+        return (source.clone(), diags);
     }
     let base = Scope::stdlib();
     let analysis = analyze(source, &file, registry, &base, &|decl| {
-        decl.registration.initial_exports()
+        decl.kind.initial_exports()
     });
     diags.extend(analysis.diags);
-    diags
+    (analysis.loaded.source, diags)
 }

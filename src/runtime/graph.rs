@@ -11,7 +11,13 @@ use crate::syntax::suggest;
 /// A block taking part in the graph.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GraphNode<'a> {
+    /// Global ID, for messages.
     pub id: &'a str,
+    /// How blocks of scope `visible_in` reference it.
+    pub key: &'a str,
+    pub visible_in: usize,
+    /// The scope the body's references are looked up in.
+    pub resolves_in: usize,
     pub body: &'a Body,
     /// Where cycle errors point.
     pub span: Span,
@@ -39,8 +45,9 @@ enum Resolved {
     Missing,
 }
 
-/// Resolves reference chains against component IDs: the longest prefix that names a component
-/// wins (`discovery.relabel.otel.output` -> `discovery.relabel.otel`), then the scope.
+/// Resolves reference chains against the keys of one resolution scope's nodes: the longest
+/// prefix that names a node wins (`discovery.relabel.otel.output` -> `discovery.relabel.otel`),
+/// then the standard library.
 pub(crate) struct Resolver<'a> {
     ids: HashMap<&'a str, usize>,
     broken: &'a HashSet<String>,
@@ -50,10 +57,16 @@ pub(crate) struct Resolver<'a> {
 impl<'a> Resolver<'a> {
     pub fn new(
         nodes: &[GraphNode<'a>],
+        scope: usize,
         broken: &'a HashSet<String>,
         is_scope_name: &'a dyn Fn(&str) -> bool,
     ) -> Self {
-        let ids = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
+        let ids = nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.visible_in == scope)
+            .map(|(i, n)| (n.key, i))
+            .collect();
         Resolver {
             ids,
             broken,
@@ -136,16 +149,26 @@ fn missing(parts: &[&str], span: Span) -> Diagnostic {
     )
 }
 
-/// Builds the graph of `nodes`, reporting unresolvable references and cycles.
-pub(crate) fn build(nodes: &[GraphNode<'_>], resolver: &Resolver<'_>) -> (Graph, Vec<Diagnostic>) {
+/// Builds the graph of `nodes`, reporting unresolvable references and cycles. `resolvers`:
+/// one per resolution scope.
+pub(crate) fn build(
+    nodes: &[GraphNode<'_>],
+    resolvers: &[Resolver<'_>],
+) -> (Graph, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let mut unresolved = Vec::with_capacity(nodes.len());
     let deps: Vec<BTreeSet<usize>> = nodes
         .iter()
-        .map(|n| {
-            let (refs, missing) = resolver.references(n.body, &mut diags);
-            unresolved.push(missing);
-            refs
+        .map(|n| match resolvers.get(n.resolves_in) {
+            Some(resolver) => {
+                let (refs, missing) = resolver.references(n.body, &mut diags);
+                unresolved.push(missing);
+                refs
+            }
+            None => {
+                unresolved.push(Vec::new());
+                BTreeSet::new()
+            }
         })
         .collect();
     diags.extend(cycle_errors(nodes, &deps));
@@ -334,14 +357,17 @@ mod tests {
             .zip(&ids)
             .map(|(b, id)| GraphNode {
                 id,
+                key: id,
+                visible_in: 0,
+                resolves_in: 0,
                 body: &b.body,
                 span: b.header_span(),
             })
             .collect();
         let broken: HashSet<String> = ["broken.thing.x".to_string()].into();
         let scope = |name: &str| STDLIB.contains(&name);
-        let resolver = Resolver::new(&nodes, &broken, &scope);
-        let (graph, diags) = build(&nodes, &resolver);
+        let resolver = Resolver::new(&nodes, 0, &broken, &scope);
+        let (graph, diags) = build(&nodes, &[resolver]);
         let msgs = diags.into_iter().map(|d| d.message).collect();
         (ids, graph, msgs)
     }

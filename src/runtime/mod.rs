@@ -18,6 +18,7 @@ mod loader;
 mod logfmt;
 pub mod logging;
 pub mod metrics;
+mod module;
 pub mod process_metrics;
 pub mod registry;
 pub mod services;
@@ -25,7 +26,7 @@ pub mod size;
 pub mod source;
 pub mod task;
 
-pub use check::{check, check_source};
+pub use check::{check, check_config, check_source};
 pub use component::{BoxError, Component, ComponentOptions, ExportsHandle};
 pub use controller::{ComponentFailure, Controller, ControllerOptions, LoadError};
 pub use health::{Health, HealthState};

@@ -94,7 +94,8 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(ui::index))
         .route("/targets", get(targets::page))
-        .route("/components/{id}", get(component::page))
+        // Wildcards: IDs inside modules have slashes (`profiling.feature/pyroscope.ebpf.x`).
+        .route("/components/{*id}", get(component::page))
         .route("/metrics", get(metrics::metrics))
         .route("/-/ready", get(lifecycle::ready))
         .route("/-/healthy", get(lifecycle::healthy))
@@ -102,7 +103,7 @@ pub fn router(state: AppState) -> Router {
         .route("/cluster", get(peers::page))
         .route("/api/v0/web/peers", get(peers::api))
         .route("/api/v0/web/components", get(api::list))
-        .route("/api/v0/web/components/{id}", get(api::get))
+        .route("/api/v0/web/components/{*id}", get(api::get))
         .route("/api/v0/marks", explore::marks_list().post(marks::create))
         .route(
             "/querier.v1.QuerierService/{method}",

@@ -56,6 +56,19 @@ pub fn parse_source(source: &Source) -> (File, Vec<Diagnostic>) {
     (out, diags)
 }
 
+/// Parses file number `index` of `source` on its own (an imported module appended to a
+/// config's files), with spans that are offsets into `source.text`.
+pub fn parse_source_file(source: &Source, index: usize) -> (File, Vec<Diagnostic>) {
+    let empty = File {
+        body: Body { stmts: Vec::new() },
+        comments: Vec::new(),
+    };
+    match source.files().nth(index) {
+        Some((_, range)) => parse_file_at(&source.text.as_bytes()[..range.end], range.start),
+        None => (empty, Vec::new()),
+    }
+}
+
 /// Parses a single expression, the way Alloy's `parser.ParseExpression` does (used by tests and
 /// by tools that take an expression on the command line).
 pub fn parse_expression(src: &str) -> Result<Expr, Vec<Diagnostic>> {

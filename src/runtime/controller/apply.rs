@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering;
 
 use super::node::Node;
 use super::{ComponentFailure, Inner, LoadError, State, wait_for_exit};
-use crate::runtime::analyze::{Analysis, analyze};
+use crate::runtime::analyze::{Analysis, analyze_loaded};
+use crate::runtime::loader;
 use crate::syntax::diag::{Diagnostic, Diagnostics, Source};
 use crate::syntax::parser::parse_source;
 
@@ -37,30 +38,43 @@ impl Inner {
     }
 
     async fn apply_inner(&self, source: Source) -> Result<(), LoadError> {
-        let (file, parse_diags) = parse_source(&source);
-        if parse_diags.iter().any(Diagnostic::is_error) {
-            return Err(LoadError::Invalid(Diagnostics {
-                source,
-                items: parse_diags,
-            }));
-        }
+        // Parsing and loading read imported modules (files, URLs): off the async threads.
+        let registry = self.registry.clone();
+        let parsed = source.clone();
+        let loaded = crate::runtime::task::spawn_blocking("controller.load_config", move || {
+            let (file, parse_diags) = parse_source(&parsed);
+            if parse_diags.iter().any(Diagnostic::is_error) {
+                return Err(parse_diags);
+            }
+            Ok((loader::load(&parsed, &file.body, &registry), parse_diags))
+        })
+        .await
+        .map_err(|e| {
+            LoadError::Invalid(Diagnostics {
+                source: source.clone(),
+                items: vec![Diagnostic::unspanned(format!("loading the config: {e}"))],
+            })
+        })?;
+        let (loaded, parse_diags) = match loaded {
+            Ok(loaded) => loaded,
+            Err(items) => return Err(LoadError::Invalid(Diagnostics { source, items })),
+        };
 
         let mut state = self.state.lock().await;
         // Dependants of a component that survives the reload are checked against its live
         // exports; new components can only offer their initial ones.
         let analysis = {
             let nodes = &state.nodes;
-            analyze(
-                &source,
-                &file,
-                &self.registry,
+            analyze_loaded(
+                loaded,
                 &self.base_scope,
                 &|decl| match nodes.get(&decl.id) {
-                    Some(n) if n.name() == decl.registration.name() => n.exports.get(),
-                    _ => decl.registration.initial_exports(),
+                    Some(n) if n.name() == decl.kind.name() => n.exports.get(),
+                    _ => decl.kind.initial_exports(),
                 },
             )
         };
+        let source = analysis.loaded.source.clone();
         let mut items = parse_diags;
         items.extend(analysis.diags.iter().cloned());
         if analysis.has_errors() {
@@ -69,6 +83,7 @@ impl Inner {
         for warning in &items {
             tracing::warn!("{}", source.short(warning));
         }
+        *crate::sync::lock(&self.watches) = Some(analysis.loaded.watches.clone());
         self.commit(&mut state, source, &analysis).await
     }
 
@@ -76,13 +91,13 @@ impl Inner {
         &self,
         state: &mut State,
         source: Source,
-        analysis: &Analysis<'_>,
+        analysis: &Analysis,
     ) -> Result<(), LoadError> {
         self.ctl.evaluating.set(1);
         let decls = &analysis.loaded.components;
         let wanted: HashMap<&str, &'static str> = decls
             .iter()
-            .map(|d| (d.id.as_str(), d.registration.name()))
+            .map(|d| (d.id.as_str(), d.kind.name()))
             .collect();
 
         // Stop what is gone first, so that a replacement never runs next to its predecessor
@@ -109,7 +124,11 @@ impl Inner {
             match state.nodes.get_mut(&decl.id) {
                 // Same ID and component: keep the running instance (and its state); the new
                 // block is picked up by the evaluation below.
-                Some(node) => node.block = decl.block.clone(),
+                Some(node) => {
+                    node.block = decl.block.clone();
+                    node.kind = decl.kind;
+                    node.module_path = decl.module_path.clone();
+                }
                 None => {
                     state
                         .nodes

@@ -8,6 +8,7 @@
 
 mod apply;
 mod cascade;
+mod imports;
 mod metrics;
 mod node;
 
@@ -22,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::metrics::ControllerMetrics;
 use self::node::{BuildContext, EvalFailure, Node};
-use super::analyze::scope_for;
+use super::analyze::{MODULE_PATH, scope_for};
 use super::component::{Component, ExportsChanged, PendingCounter};
 use super::health::HealthState;
 use super::info::{ComponentInfo, LoadOutcome};
@@ -33,6 +34,7 @@ use super::services::Services;
 use super::source::read_config;
 use crate::syntax::diag::{Diagnostic, Diagnostics, Source};
 use crate::syntax::eval::Scope;
+use crate::syntax::value::Value;
 
 /// How long shutdown and reloads wait for a stopped component's `run` to return before moving on
 /// without it.
@@ -156,6 +158,10 @@ pub(crate) struct Inner {
     /// compares the file with, so that a file already (re)loaded by SIGHUP or `/-/reload` is
     /// not reloaded a second time.
     last_applied: std::sync::Mutex<Option<Source>>,
+    /// What the config last analysed without errors imports, for `imports` to watch.
+    watches: std::sync::Mutex<Option<Vec<crate::runtime::module::imports::Watch>>>,
+    /// Stops the task watching the imports of the config applied before.
+    import_watch: std::sync::Mutex<Option<CancellationToken>>,
 }
 
 impl Drop for Inner {
@@ -199,6 +205,8 @@ impl Controller {
             shutdown: CancellationToken::new(),
             last_load: std::sync::Mutex::new(None),
             last_applied: std::sync::Mutex::new(None),
+            watches: std::sync::Mutex::new(None),
+            import_watch: std::sync::Mutex::new(None),
         });
         crate::runtime::task::spawn(
             "controller.cascade",
@@ -214,7 +222,7 @@ impl Controller {
 
     /// Applies a config of one file or several (a directory).
     pub async fn apply_config(&self, source: Source) -> Result<(), LoadError> {
-        self.inner.apply(source).await
+        imports::apply_and_watch(&self.inner, source).await
     }
 
     /// Reads and applies a config file, or a directory of them (startup, `/-/reload`, SIGHUP).
@@ -392,13 +400,14 @@ impl State {
         let Some(node) = self.nodes.get(id) else {
             return Ok(());
         };
-        let scope = scope_for(
+        let mut scope = scope_for(
             &inner.base_scope,
             node.references
                 .iter()
                 .filter_map(|dep| self.nodes.get(dep))
                 .map(|dep| (dep.path.as_slice(), dep.exports.get())),
         );
+        scope.set(MODULE_PATH, Value::String(node.module_path.clone()));
         let source = self.source.clone();
         let Some(node) = self.nodes.get_mut(id) else {
             return Ok(());

@@ -10,15 +10,15 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use crate::runtime::analyze::value_exports;
 use crate::runtime::component::{
     ArgsError, ComponentOptions, ErasedComponent, ExportsCell, ExportsChanged, ExportsHandle,
     PendingCounter,
 };
 use crate::runtime::health::{Health, HealthState, least_healthy};
 use crate::runtime::info::{ComponentInfo, HealthInfo};
-use crate::runtime::loader::ComponentDecl;
+use crate::runtime::loader::{ComponentDecl, Kind};
 use crate::runtime::metrics::MetricsRegistry;
-use crate::runtime::registry::Registration;
 use crate::runtime::services::Services;
 use crate::sync::lock;
 use crate::syntax::ast::Block;
@@ -48,7 +48,11 @@ pub(super) struct Node {
     /// Scope path of the exports: the name parts plus the label.
     pub path: Vec<String>,
     pub label: String,
-    pub registration: Registration,
+    /// The custom component instance the node belongs to; empty at the top level.
+    pub module_id: String,
+    /// `module_path` for the block's expressions.
+    pub module_path: String,
+    pub kind: Kind,
     pub block: Block,
     pub exports: Arc<ExportsCell>,
     instance: Option<Arc<dyn ErasedComponent>>,
@@ -64,15 +68,17 @@ pub(super) struct Node {
 }
 
 impl Node {
-    pub fn new(decl: &ComponentDecl<'_>, parent: &CancellationToken) -> Self {
+    pub fn new(decl: &ComponentDecl, parent: &CancellationToken) -> Self {
         let created = Health::new(HealthState::Unknown, "component created");
         Node {
             id: decl.id.clone(),
             path: decl.path.clone(),
             label: decl.label.clone(),
-            registration: decl.registration,
+            module_id: decl.module_id.clone(),
+            module_path: decl.module_path.clone(),
+            kind: decl.kind,
             block: decl.block.clone(),
-            exports: ExportsCell::new(&decl.id, decl.registration.initial_exports()),
+            exports: ExportsCell::new(&decl.id, decl.kind.initial_exports()),
             instance: None,
             args: None,
             eval_health: created.clone(),
@@ -86,7 +92,7 @@ impl Node {
     }
 
     pub fn name(&self) -> &'static str {
-        self.registration.name()
+        self.kind.name()
     }
 
     pub fn instance(&self) -> Option<&Arc<dyn ErasedComponent>> {
@@ -115,6 +121,18 @@ impl Node {
             }
         };
         let body = eval::eval_body(&self.block.body, scope).map_err(decoding)?;
+        let registration = match self.kind {
+            Kind::Component(registration) => registration,
+            // An argument or export: its value is what it exports, and publishing a different
+            // one re-evaluates the blocks that use it.
+            kind => {
+                let handle =
+                    ExportsHandle::new(self.exports.clone(), cx.events.clone(), cx.pending.clone());
+                handle.publish(value_exports(kind, &body));
+                self.args = Some(body);
+                return Ok(());
+            }
+        };
         // Errors of building or updating are about the block as a whole: they point at its
         // header, so `run` shows where the failing component is, like `check` does.
         let header = self.block.header_span();
@@ -132,7 +150,7 @@ impl Node {
             None => {
                 let opts = ComponentOptions {
                     id: self.id.clone(),
-                    name: self.registration.name(),
+                    name: registration.name(),
                     data_path: cx.storage_path.join(&self.id),
                     exports: ExportsHandle::new(
                         self.exports.clone(),
@@ -144,10 +162,7 @@ impl Node {
                 };
                 let span = component_span(&self.id);
                 let instance = span
-                    .in_scope(|| {
-                        self.registration
-                            .build(opts, &body, self.block.header_span())
-                    })
+                    .in_scope(|| registration.build(opts, &body, self.block.header_span()))
                     .map_err(render)?;
                 self.args = Some(body);
                 self.start(instance.clone());
@@ -195,6 +210,10 @@ impl Node {
     }
 
     pub fn health(&self) -> Health {
+        // Arguments and exports have no task: their evaluation is all there is to them.
+        if !matches!(self.kind, Kind::Component(_)) {
+            return self.eval_health.clone();
+        }
         let mut reports = vec![self.eval_health.clone(), lock(&self.run_health).clone()];
         if let Some(h) = self.instance.as_ref().and_then(|i| i.erased_health()) {
             reports.push(h);
@@ -217,7 +236,7 @@ impl Node {
             name: self.name().to_string(),
             kind: "block",
             local_id: self.id.clone(),
-            module_id: String::new(),
+            module_id: self.module_id.clone(),
             label: self.label.clone(),
             references_to: self.references.iter().cloned().collect(),
             referenced_by: self.referenced_by.iter().cloned().collect(),
