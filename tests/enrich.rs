@@ -2,7 +2,8 @@
 //! while running) enrich profiles pushed to `pyroscope.receive_http`, which reach the recording
 //! Pyroscope through `pyroscope.write`. Checks the labels that arrive: copied, overwritten,
 //! `__` labels left out by the write, unmatched profiles unchanged, and the new labels after
-//! the file changes.
+//! the file changes; for `/push` and for `/ingest` (folded text, whose labels come from the
+//! `name` parameter: another conversion to a profile).
 
 mod scrape_support;
 mod support;
@@ -92,6 +93,20 @@ async fn push(base: &str, service: &str, labels: &[(&str, &str)]) {
     assert_eq!(resp.status().as_u16(), 200);
 }
 
+/// Pyroscope's legacy `/ingest`: folded stacks, the labels in `name` (`app.cpu{ip=...}`).
+async fn ingest(base: &str, service: &str, ip: &str) {
+    let resp = reqwest::Client::new()
+        .post(format!(
+            "{base}/ingest?name={service}.cpu%7Bip%3D{ip}%7D&sampleRate=100&spyName=rbspy"
+        ))
+        .header("content-type", "binary/octet-stream")
+        .body("main;work 7\nmain;idle 3\n")
+        .send()
+        .await
+        .expect("ingest");
+    assert_eq!(resp.status().as_u16(), 200);
+}
+
 fn labels(r: &Received) -> Vec<(String, String)> {
     let mut l = r.labels.clone();
     l.sort();
@@ -159,6 +174,22 @@ async fn discovered_labels_reach_the_backend_and_follow_the_targets() {
         ])
     );
 
+    // The same through /ingest: the profile built from folded text is enriched too.
+    ingest(&base, "e", "10.0.0.2").await;
+    let e = arrived(&rx, "e", &s).await;
+    assert_eq!(
+        labels(&e),
+        owned(&[
+            ("__name__", "process_cpu"),
+            ("__delta__", "false"),
+            ("pyroscope_spy", "rbspy"),
+            ("service_name", "e"),
+            ("ip", "10.0.0.2"),
+            ("pod_ip", "10.0.0.2"),
+            ("namespace", "other"),
+        ])
+    );
+
     // No target with that IP, and no `ip` label at all: forwarded unchanged.
     push(&base, "b", &[("ip", "10.0.0.9")]).await;
     push(&base, "c", &[]).await;
@@ -205,7 +236,7 @@ async fn discovered_labels_reach_the_backend_and_follow_the_targets() {
     };
     let value =
         |result: &'static str| metric(&text, "pyroscope_enrich_profiles_total", &id(result));
-    assert!(value("matched") >= Some(2.0), "{text}");
+    assert!(value("matched") >= Some(3.0), "{text}");
     assert_eq!(value("no_target"), Some(1.0), "{text}");
     assert_eq!(value("no_match_label"), Some(1.0), "{text}");
     let targets = metric(

@@ -9,8 +9,18 @@
 //! | `pyroscope_enrich_targets_without_match_label` | gauge | targets lacking `target_match_label`, which can never match |
 //!
 //! Every series has `component_id` and `component_path`; an instance's series are removed when
-//! it exits. The one event is [`NoTargetMatchable`]: targets arrived but none carries the match
-//! label, almost always a misspelt label or a missing relabel rule.
+//! it exits. The events come in pairs, a warning when a problem starts and an info line when it
+//! ends, each logged once per occurrence (not on every discovery update or profile):
+//!
+//! * [`NoTargetMatchable`] / [`TargetsMatchable`]: targets arrived but none carries
+//!   `target_match_label` (almost always a misspelt label or a missing relabel rule), and its
+//!   end. The component is unhealthy meanwhile.
+//! * [`ProfilesUnmatched`] / [`ProfilesMatched`]: for a whole [`super::watch::WINDOW`] profiles
+//!   arrived and not one was enriched, because none carried `profiles_match_label` (a misspelt
+//!   label) or none carried a value a target has; and the first enriched profile after that.
+//!   Counted by `pyroscope_enrich_profiles_total` already, so they only log.
+//!
+//! Log fields are named as in the other `pyroscope.*` components: `component_id`.
 
 use std::sync::Arc;
 
@@ -20,10 +30,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::index::Outcome;
+use super::watch::{Problem, WINDOW};
 use crate::runtime::event::InternalEvent;
 use crate::runtime::metrics::{Labels, MetricsRegistry, component_labels};
-
-const OUTCOMES: [Outcome; 3] = [Outcome::Matched, Outcome::NoMatchLabel, Outcome::NoTarget];
 
 /// The families, registered once per process.
 struct EnrichMetrics {
@@ -36,8 +45,8 @@ struct EnrichMetrics {
 pub(super) struct InstanceMetrics {
     all: Arc<EnrichMetrics>,
     base: Labels,
-    /// By [`OUTCOMES`] order.
-    profiles: [Counter; 3],
+    /// At [`Outcome::index`].
+    profiles: [Counter; Outcome::ALL.len()],
     targets: Gauge,
     without_label: Gauge,
 }
@@ -74,7 +83,8 @@ impl InstanceMetrics {
             m
         });
         let base = component_labels(component_id);
-        let profiles = OUTCOMES.map(|o| all.profiles.get_or_create(&with_result(&base, o)).clone());
+        let profiles =
+            Outcome::ALL.map(|o| all.profiles.get_or_create(&with_result(&base, o)).clone());
         let targets = all.targets.get_or_create(&base).clone();
         let without_label = all.without_label.get_or_create(&base).clone();
         InstanceMetrics {
@@ -87,16 +97,11 @@ impl InstanceMetrics {
     }
 
     pub(super) fn count(&self, outcome: Outcome, n: u64) {
-        if let Some(i) = OUTCOMES.iter().position(|o| *o == outcome) {
-            self.profiles[i].inc_by(n);
-        }
+        self.profiles[outcome.index()].inc_by(n);
     }
 
     pub(super) fn profiles(&self, outcome: Outcome) -> u64 {
-        OUTCOMES
-            .iter()
-            .position(|o| *o == outcome)
-            .map_or(0, |i| self.profiles[i].get())
+        self.profiles[outcome.index()].get()
     }
 
     pub(super) fn index(&self, targets: usize, without_label: usize) {
@@ -107,7 +112,7 @@ impl InstanceMetrics {
 
     /// Removes every series of this instance (the component exited).
     pub(super) fn remove(&self) {
-        for o in OUTCOMES {
+        for o in Outcome::ALL {
             self.all.profiles.remove(&with_result(&self.base, o));
         }
         self.all.targets.remove(&self.base);
@@ -117,7 +122,7 @@ impl InstanceMetrics {
 
 /// Targets arrived, and not one has `target_match_label`: nothing can be enriched.
 pub(super) struct NoTargetMatchable<'a> {
-    pub component: &'a str,
+    pub component_id: &'a str,
     pub label: &'a str,
     pub targets: usize,
 }
@@ -126,10 +131,82 @@ impl InternalEvent for NoTargetMatchable<'_> {
     fn emit(self) {
         // Its gauge (`pyroscope_enrich_targets_without_match_label`) is set with the index.
         tracing::warn!(
-            component = %self.component,
+            component_id = %self.component_id,
             target_match_label = %self.label,
             targets = self.targets,
             "pyroscope.enrich: no target has the match label; profiles pass through unchanged"
+        );
+    }
+}
+
+/// The end of [`NoTargetMatchable`]: some target has the match label again, or no target is
+/// left without it (`matchable` 0 and `targets` 0: discovery found nothing).
+pub(super) struct TargetsMatchable<'a> {
+    pub component_id: &'a str,
+    pub label: &'a str,
+    pub targets: usize,
+    pub matchable: usize,
+}
+
+impl InternalEvent for TargetsMatchable<'_> {
+    fn emit(self) {
+        tracing::info!(
+            component_id = %self.component_id,
+            target_match_label = %self.label,
+            targets = self.targets,
+            matchable = self.matchable,
+            "pyroscope.enrich: targets without the match label are gone; profiles can be enriched again"
+        );
+    }
+}
+
+/// For a whole window profiles arrived and none was enriched, for the reason `problem` gives.
+pub(super) struct ProfilesUnmatched<'a> {
+    pub component_id: &'a str,
+    pub problem: Problem,
+    pub profiles_match_label: &'a str,
+    /// Profiles seen in the window.
+    pub profiles: u64,
+    pub matchable_targets: usize,
+}
+
+impl InternalEvent for ProfilesUnmatched<'_> {
+    fn emit(self) {
+        let window = WINDOW.as_secs();
+        match self.problem {
+            Problem::NoMatchLabel => tracing::warn!(
+                component_id = %self.component_id,
+                profiles_match_label = %self.profiles_match_label,
+                profiles = self.profiles,
+                window_seconds = window,
+                "pyroscope.enrich: no profile received carries the profiles match label; they pass through unchanged"
+            ),
+            Problem::NoTarget => tracing::warn!(
+                component_id = %self.component_id,
+                profiles_match_label = %self.profiles_match_label,
+                profiles = self.profiles,
+                matchable_targets = self.matchable_targets,
+                window_seconds = window,
+                "pyroscope.enrich: no profile received has a match value any target has; they pass through unchanged"
+            ),
+        }
+    }
+}
+
+/// The end of [`ProfilesUnmatched`]: a profile was enriched.
+pub(super) struct ProfilesMatched<'a> {
+    pub component_id: &'a str,
+    pub problem: Problem,
+    pub profiles_match_label: &'a str,
+}
+
+impl InternalEvent for ProfilesMatched<'_> {
+    fn emit(self) {
+        tracing::info!(
+            component_id = %self.component_id,
+            profiles_match_label = %self.profiles_match_label,
+            was = self.problem.as_str(),
+            "pyroscope.enrich: profiles are enriched again"
         );
     }
 }

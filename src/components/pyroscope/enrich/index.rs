@@ -65,6 +65,22 @@ pub(super) enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, at its [`Outcome::index`]: what per-outcome arrays and metric series are
+    /// built from, so that the array slot and the `result` label cannot drift apart.
+    pub(super) const ALL: [Outcome; 3] =
+        [Outcome::Matched, Outcome::NoMatchLabel, Outcome::NoTarget];
+
+    /// This outcome's slot in a per-outcome array (`Outcome::ALL[o.index()] == o`). Spelt out
+    /// rather than `as usize`, so that reordering the variants cannot move a count to another
+    /// label.
+    pub(super) const fn index(self) -> usize {
+        match self {
+            Outcome::Matched => 0,
+            Outcome::NoMatchLabel => 1,
+            Outcome::NoTarget => 2,
+        }
+    }
+
     pub(super) fn as_str(self) -> &'static str {
         match self {
             Outcome::Matched => "matched",
@@ -116,4 +132,20 @@ pub(super) fn enrich(profile: &mut Profile, rule: &Rule, index: &Index) -> Outco
             .retain(|d| adds.binary_search_by(|a| a.0.cmp(d.as_str())).is_err());
     }
     Outcome::Matched
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outcome;
+
+    #[test]
+    fn every_outcome_has_its_own_slot_and_label() {
+        for (i, o) in Outcome::ALL.into_iter().enumerate() {
+            assert_eq!(o.index(), i, "{o:?}");
+        }
+        let mut names: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Outcome::ALL.len(), "{names:?}");
+    }
 }

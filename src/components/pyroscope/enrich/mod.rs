@@ -43,59 +43,74 @@
 //! * An update changes `forward_to` too; Alloy's `Update` keeps the receivers it was built with.
 //! * Alloy runs this experimental component only under `--stability.level=experimental`;
 //!   scraper does not gate components by stability (docs/ALLOY-COMPAT.md), so it always runs.
-//! * Metrics and a warning (`events`): Alloy's component has neither. After the component exits,
-//!   profiles appended to it are dropped (Alloy's fanout would still forward them).
+//! * Metrics, warnings and health (`events`, `watch`): Alloy's component has none. Targets of
+//!   which not one has `target_match_label` make the component unhealthy and log a warning
+//!   (and an info line when that ends); a minute of profiles none of which could be enriched
+//!   (a misspelt `profiles_match_label`, values no target has) logs a warning, and the next
+//!   enriched profile an info line. After the component exits, profiles appended to it are
+//!   dropped (Alloy's fanout would still forward them).
 
 mod args;
 mod events;
 mod index;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::profiles::{Appendable, FanOut, Profile, Receiver};
 use crate::runtime::event::emit;
-use crate::runtime::{BoxError, Component, ComponentOptions};
-use crate::sync::{read, write};
+use crate::runtime::{BoxError, Component, ComponentOptions, Health};
+use crate::sync::{lock, read, write};
 use crate::syntax::decode::Invalid;
 use crate::syntax::value::Value;
 
 pub use args::Arguments;
-use events::{InstanceMetrics, NoTargetMatchable};
+use events::{
+    InstanceMetrics, NoTargetMatchable, ProfilesMatched, ProfilesUnmatched, TargetsMatchable,
+};
 use index::{Index, Outcome, Rule};
+use watch::{Change, WINDOW, Watch};
 
 /// The match settings and the index they were built with, swapped together.
 struct State {
     rule: Arc<Rule>,
     index: Arc<Index>,
+    target_match_label: String,
     /// Targets given in the last update (matchable or not).
     targets: usize,
+}
+
+impl State {
+    /// Whether this state can enrich anything, or has no targets yet (nothing to warn about).
+    fn matchable(&self) -> bool {
+        self.targets == 0 || self.index.len() > 0
+    }
 }
 
 /// What the receiver and the component share.
 struct Shared {
     id: String,
     fanout: FanOut,
+    /// Appends take the read lock only to copy two pointers; the write lock is held only to
+    /// swap in a state built beforehand.
     state: RwLock<State>,
+    /// Held for a whole update, so that two updates build and swap their states (and report
+    /// the change) in the order they were called, whatever the runtime does.
+    updating: Mutex<()>,
+    watch: Watch,
     metrics: InstanceMetrics,
     exited: AtomicBool,
 }
 
 impl Shared {
-    /// Builds the state for `args`, reporting targets none of which can match.
-    fn state_for(&self, args: &Arguments, was_matchable: bool) -> State {
+    /// Builds the state for `args`; no lock is needed.
+    fn state_for(&self, args: &Arguments) -> State {
         let index = Index::new(&args.targets, &args.target_match_label);
-        self.metrics.index(index.len(), index.without_label);
-        if index.len() == 0 && !args.targets.is_empty() && was_matchable {
-            emit(NoTargetMatchable {
-                component: &self.id,
-                label: &args.target_match_label,
-                targets: args.targets.len(),
-            });
-        }
         tracing::debug!(
             component_id = %self.id,
             targets = args.targets.len(),
@@ -110,18 +125,62 @@ impl Shared {
                 labels_to_copy: args.labels_to_copy.clone(),
             }),
             index: Arc::new(index),
+            target_match_label: args.target_match_label.clone(),
             targets: args.targets.len(),
         }
     }
-}
 
-/// Whether `state` can enrich anything, or has no targets yet (nothing to warn about).
-fn matchable(state: &State) -> bool {
-    state.targets == 0 || state.index.len() > 0
-}
+    /// Builds the state for `args` and swaps it in, then sets the gauges and reports a change
+    /// of whether any target can match. `was_matchable`: the state replaced could.
+    fn apply(&self, args: &Arguments, was_matchable: bool) {
+        let state = self.state_for(args);
+        let (matchable, targets, label) = (
+            state.matchable(),
+            state.targets,
+            state.target_match_label.clone(),
+        );
+        self.metrics
+            .index(state.index.len(), state.index.without_label);
+        let matchable_targets = state.index.len();
+        let old = std::mem::replace(&mut *write(&self.state), state);
+        // Dropped outside the write lock: the old index may be the last reference.
+        drop(old);
+        if was_matchable && !matchable {
+            emit(NoTargetMatchable {
+                component_id: &self.id,
+                label: &label,
+                targets,
+            });
+        } else if !was_matchable && matchable {
+            emit(TargetsMatchable {
+                component_id: &self.id,
+                label: &label,
+                targets,
+                matchable: matchable_targets,
+            });
+        }
+    }
 
-impl Appendable for Shared {
-    fn append(&self, mut profiles: Vec<Profile>) {
+    /// Logs what the watch says a batch changed.
+    fn report(&self, change: Change, rule: &Rule, index: &Index) {
+        match change {
+            Change::Started { problem, profiles } => emit(ProfilesUnmatched {
+                component_id: &self.id,
+                problem,
+                profiles_match_label: &rule.profiles_match_label,
+                profiles,
+                matchable_targets: index.len(),
+            }),
+            Change::Ended(problem) => emit(ProfilesMatched {
+                component_id: &self.id,
+                problem,
+                profiles_match_label: &rule.profiles_match_label,
+            }),
+        }
+    }
+
+    /// `append` at a given time, so that tests can move the clock.
+    fn append_at(&self, now: Instant, mut profiles: Vec<Profile>) {
         if self.exited.load(Ordering::Relaxed) {
             tracing::debug!(
                 component_id = %self.id,
@@ -134,20 +193,28 @@ impl Appendable for Shared {
             let state = read(&self.state);
             (state.rule.clone(), state.index.clone())
         };
-        let mut counts = [0u64; 3];
+        let mut counts = [0u64; Outcome::ALL.len()];
         for profile in &mut profiles {
-            let outcome = index::enrich(profile, &rule, &index);
-            counts[outcome as usize] += 1;
+            counts[index::enrich(profile, &rule, &index).index()] += 1;
         }
-        for (outcome, n) in [Outcome::Matched, Outcome::NoMatchLabel, Outcome::NoTarget]
-            .into_iter()
-            .zip(counts)
-        {
+        for outcome in Outcome::ALL {
+            let n = counts[outcome.index()];
             if n > 0 {
                 self.metrics.count(outcome, n);
             }
         }
+        if !profiles.is_empty()
+            && let Some(change) = self.watch.observe(now, &counts, index.len() > 0)
+        {
+            self.report(change, &rule, &index);
+        }
         self.fanout.append(profiles);
+    }
+}
+
+impl Appendable for Shared {
+    fn append(&self, profiles: Vec<Profile>) {
+        self.append_at(Instant::now(), profiles);
     }
 }
 
@@ -198,12 +265,14 @@ impl Component for Enrich {
                     labels_to_copy: Vec::new(),
                 }),
                 index: Arc::default(),
+                target_match_label: String::new(),
                 targets: 0,
             }),
+            updating: Mutex::new(()),
+            watch: Watch::new(Instant::now(), WINDOW),
             exited: AtomicBool::new(false),
         });
-        let state = shared.state_for(&args, true);
-        *write(&shared.state) = state;
+        shared.apply(&args, true);
         let receiver = Arc::new(Receiver(shared.clone()));
         opts.exports.publish(exports(&receiver));
         Ok(Enrich { shared, receiver })
@@ -211,13 +280,24 @@ impl Component for Enrich {
 
     fn update(&self, args: Arguments) -> Result<(), BoxError> {
         let shared = &self.shared;
-        // Held while rebuilding, so that two updates cannot apply out of order; appends only
-        // take the read lock for two pointer copies.
-        let mut state = write(&shared.state);
-        let was_matchable = matchable(&state);
-        *state = shared.state_for(&args, was_matchable);
+        let _serial = lock(&shared.updating);
+        let was_matchable = read(&shared.state).matchable();
+        shared.apply(&args, was_matchable);
         shared.fanout.set(args.forward_to);
         Ok(())
+    }
+
+    /// Unhealthy while targets are given and not one has `target_match_label`: nothing can be
+    /// enriched, and the configuration (a misspelt label, a missing relabel rule) is the cause.
+    fn health(&self) -> Option<Health> {
+        let state = read(&self.shared.state);
+        if state.matchable() {
+            return None;
+        }
+        Some(Health::unhealthy(format!(
+            "none of the {} targets has the match label {:?}: profiles pass through unchanged",
+            state.targets, state.target_match_label
+        )))
     }
 
     async fn run(self: Arc<Self>, shutdown: CancellationToken) -> Result<(), BoxError> {
@@ -243,6 +323,7 @@ impl Component for Enrich {
             "profiles_matched": m.profiles(Outcome::Matched),
             "profiles_without_match_label": m.profiles(Outcome::NoMatchLabel),
             "profiles_without_target": m.profiles(Outcome::NoTarget),
+            "profiles_problem": s.watch.problem().map(|p| p.as_str()),
         }))
     }
 }

@@ -2,6 +2,8 @@
 //! as a table), then what Alloy's code does beyond them (overwrites, `__` labels, targets
 //! without the label, repeated match values, updates), its metrics and debug info.
 
+use std::time::Duration;
+
 use super::*;
 use crate::profiles::Label;
 use crate::profiles::collect::Collect;
@@ -403,4 +405,184 @@ async fn after_exit_profiles_are_dropped_and_series_removed() {
             .expect("encode")
             .contains("pyroscope_enrich_targets{")
     );
+}
+
+/// Records each event at INFO and above: its level, message and `component_id` field.
+#[derive(Clone, Default)]
+struct Logged(Arc<std::sync::Mutex<Vec<(tracing::Level, String, String)>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Logged {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        #[derive(Default)]
+        struct Fields(String, String);
+        impl tracing::field::Visit for Fields {
+            fn record_debug(&mut self, field: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                match field.name() {
+                    "message" => self.0 = format!("{v:?}"),
+                    "component_id" => self.1 = format!("{v:?}"),
+                    _ => {}
+                }
+            }
+        }
+        let level = *event.metadata().level();
+        if level <= tracing::Level::INFO {
+            let mut f = Fields::default();
+            event.record(&mut f);
+            crate::sync::lock(&self.0).push((level, f.0, f.1));
+        }
+    }
+}
+
+impl Logged {
+    /// Starts recording on this thread until the guard drops.
+    fn start() -> (Logged, tracing::subscriber::DefaultGuard) {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let logged = Logged::default();
+        let guard =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(logged.clone()));
+        (logged, guard)
+    }
+
+    /// What was logged since the last call, as (level, message), each from this component.
+    fn take(&self) -> Vec<(tracing::Level, String)> {
+        std::mem::take(&mut *crate::sync::lock(&self.0))
+            .into_iter()
+            .map(|(level, message, id)| {
+                assert_eq!(id, "pyroscope.enrich.t", "{message}: component_id");
+                (level, message)
+            })
+            .collect()
+    }
+}
+
+const NO_TARGET_MATCHABLE: &str =
+    "pyroscope.enrich: no target has the match label; profiles pass through unchanged";
+const TARGETS_MATCHABLE: &str =
+    "pyroscope.enrich: targets without the match label are gone; profiles can be enriched again";
+
+/// Each discovery publish is an update; the warning and its end are logged once per failure,
+/// and health follows the state.
+#[test]
+fn targets_without_the_match_label_warn_once_and_say_when_it_ends() {
+    use tracing::Level;
+    let (logged, _guard) = Logged::start();
+    let ok: &[Pairs] = &[&[("ip", "1"), ("app", "a")]];
+    let bad: &[Pairs] = &[&[("app", "a")], &[("app", "b")]];
+    let label = "target_match_label = \"ip\"";
+    let r = Running::start(&body(ok, label));
+    assert_eq!(logged.take(), []);
+    assert!(r.component.health().is_none());
+
+    // (case, targets, logged, unhealthy)
+    type Step<'a> = (&'a str, &'a [Pairs<'a>], Vec<(Level, String)>, bool);
+    let warn = (Level::WARN, NO_TARGET_MATCHABLE.to_string());
+    let info = (Level::INFO, TARGETS_MATCHABLE.to_string());
+    let steps: Vec<Step> = vec![
+        ("targets lose the label", bad, vec![warn.clone()], true),
+        ("discovery publishes again, still bad", bad, vec![], true),
+        ("and again, other bad targets", &bad[..1], vec![], true),
+        ("a target has it again", ok, vec![info.clone()], false),
+        ("still fine", ok, vec![], false),
+        ("a second failure", bad, vec![warn], true),
+        (
+            "no targets at all: nothing without the label",
+            &[],
+            vec![info],
+            false,
+        ),
+        ("no targets, again", &[], vec![], false),
+    ];
+    for (case, targets, want, unhealthy) in steps {
+        r.update(&body(targets, label));
+        assert_eq!(logged.take(), want, "{case}");
+        let health = r.component.health();
+        assert_eq!(health.is_some(), unhealthy, "{case}: {health:?}");
+    }
+}
+
+#[test]
+fn health_names_the_label_and_the_targets() {
+    let r = Running::start(&body(
+        &[&[("app", "a")], &[("app", "b")], &[("app", "c")]],
+        "target_match_label = \"pod_ip\"",
+    ));
+    let health = r.component.health().expect("unhealthy");
+    assert_eq!(health.state, crate::runtime::HealthState::Unhealthy);
+    assert_eq!(
+        health.message,
+        "none of the 3 targets has the match label \"pod_ip\": profiles pass through unchanged"
+    );
+    // The settings change to a label the targets have: healthy again.
+    r.update(&body(&[&[("app", "a")]], "target_match_label = \"app\""));
+    assert_eq!(r.component.health(), None);
+}
+
+/// A misspelt `profiles_match_label`, then values no target has: one warning each after a
+/// window of unenriched profiles (not one per batch), and an info line at the next match.
+#[test]
+fn profiles_that_are_never_enriched_warn_once_per_window_problem() {
+    use tracing::Level;
+    let (logged, _guard) = Logged::start();
+    let r = Running::start(&body(
+        &[&[("ip", "1"), ("app", "a")]],
+        "target_match_label = \"ip\"\nprofiles_match_label = \"pod_ip\"",
+    ));
+    let t0 = Instant::now();
+    let send_at = |secs: u64, pairs: Pairs| {
+        r.component.shared.append_at(
+            t0 + Duration::from_secs(secs),
+            vec![
+                Profile::new(labels(pairs), b"pprof".to_vec()),
+                Profile::new(labels(pairs), b"pprof".to_vec()),
+            ],
+        );
+        assert_eq!(r.collect.take().len(), 2, "forwarded either way");
+    };
+    let no_label = (
+        Level::WARN,
+        "pyroscope.enrich: no profile received carries the profiles match label; they pass through unchanged".to_string(),
+    );
+    let no_target = (
+        Level::WARN,
+        "pyroscope.enrich: no profile received has a match value any target has; they pass through unchanged".to_string(),
+    );
+    let again = (
+        Level::INFO,
+        "pyroscope.enrich: profiles are enriched again".to_string(),
+    );
+    let secs = WINDOW.as_secs();
+
+    for s in [1, 15, 30] {
+        send_at(s, &[("ip", "1")]);
+    }
+    assert_eq!(logged.take(), [], "within the first window");
+    send_at(secs + 1, &[("ip", "1")]);
+    assert_eq!(logged.take(), [no_label]);
+    assert_eq!(r.info("profiles_problem"), "no_match_label");
+    for s in [secs + 2, 2 * secs + 5, 4 * secs] {
+        send_at(s, &[("ip", "1")]);
+    }
+    assert_eq!(logged.take(), [], "still failing: not logged again");
+
+    // The label is fixed by a reload: the first enriched profile ends it.
+    r.update(&body(
+        &[&[("ip", "1"), ("app", "a")]],
+        "target_match_label = \"ip\"",
+    ));
+    send_at(4 * secs + 1, &[("ip", "1")]);
+    send_at(4 * secs + 2, &[("ip", "1")]);
+    assert_eq!(logged.take(), std::slice::from_ref(&again));
+    assert_eq!(r.info("profiles_problem"), serde_json::Value::Null);
+
+    // Values no target has for a whole window.
+    send_at(6 * secs, &[("ip", "2")]);
+    send_at(7 * secs + 1, &[("ip", "2")]);
+    send_at(8 * secs + 2, &[("ip", "2")]);
+    assert_eq!(logged.take(), [no_target]);
+    assert_eq!(r.info("profiles_problem"), "no_target");
+    send_at(8 * secs + 3, &[("ip", "1")]);
+    assert_eq!(logged.take(), [again]);
+    assert_eq!(r.info("profiles_matched"), 6);
+    assert_eq!(r.info("profiles_without_match_label"), 14);
+    assert_eq!(r.info("profiles_without_target"), 6);
 }
