@@ -90,14 +90,15 @@ pub fn invalid(args: &Arguments) -> Vec<Invalid> {
                 .block("client", 0),
             );
         }
-        if !client.api_server.is_empty() {
-            if let Err(e) = reqwest::Url::parse(&client.api_server) {
-                out.push(
-                    Invalid::new(format!("invalid api_server {:?}: {e}", client.api_server))
-                        .block("client", 0)
-                        .attr("api_server"),
-                );
-            }
+        if let (false, Err(e)) = (
+            client.api_server.is_empty(),
+            reqwest::Url::parse(&client.api_server),
+        ) {
+            out.push(
+                Invalid::new(format!("invalid api_server {:?}: {e}", client.api_server))
+                    .block("client", 0)
+                    .attr("api_server"),
+            );
         }
     }
     out

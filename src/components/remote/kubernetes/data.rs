@@ -64,13 +64,13 @@ pub fn decode(kind: Kind, body: &str) -> Result<BTreeMap<String, String>, DataEr
         Kind::ConfigMap => "ConfigMap",
     };
     // `kind` may be absent (some proxies strip it); a different kind is a wrong path.
-    if let Some(got) = object.get("kind").and_then(|k| k.as_str()) {
-        if got != want {
-            return Err(DataError::WrongKind {
-                got: got.to_string(),
-                want,
-            });
-        }
+    if let Some(got) = object.get("kind").and_then(|k| k.as_str())
+        && got != want
+    {
+        return Err(DataError::WrongKind {
+            got: got.to_string(),
+            want,
+        });
     }
     let mut out = BTreeMap::new();
     let Some(data) = object.get("data").and_then(|d| d.as_object()) else {
@@ -101,6 +101,9 @@ pub fn decode(kind: Kind, body: &str) -> Result<BTreeMap<String, String>, DataEr
 mod tests {
     use super::*;
 
+    /// The data an answer decodes to, or a part of its error.
+    type Want = Result<BTreeMap<String, String>, &'static str>;
+
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
@@ -110,7 +113,7 @@ mod tests {
 
     #[test]
     fn secrets() {
-        let cases: &[(&str, Result<BTreeMap<String, String>, &str>)] = &[
+        let cases: &[(&str, Want)] = &[
             (
                 r#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"s"},"type":"Opaque","data":{"password":"aHVudGVyMg==","username":"dXNlcg=="}}"#,
                 Ok(map(&[("password", "hunter2"), ("username", "user")])),
@@ -156,7 +159,7 @@ mod tests {
 
     #[test]
     fn configmaps() {
-        let cases: &[(&str, Result<BTreeMap<String, String>, &str>)] = &[
+        let cases: &[(&str, Want)] = &[
             (
                 r#"{"kind":"ConfigMap","data":{"url":"http://p:4040","n":"aGk="},"binaryData":{"b":"aGk="}}"#,
                 Ok(map(&[("n", "aGk="), ("url", "http://p:4040")])),
