@@ -27,8 +27,6 @@ const OUT_OF_SCOPE: &[&str] = &[
     "otelcol.",
     // Log file discovery, for loki.source.file.
     "local.file_match",
-    // Values read from Kubernetes secrets (the k8s-monitoring chart's destinations' auth).
-    "remote.kubernetes.secret",
 ];
 
 /// Errors Alloy itself would report too, in snippets cut out of documentation pages.

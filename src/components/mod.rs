@@ -7,6 +7,7 @@
 pub mod discovery;
 pub mod otelcol;
 pub mod pyroscope;
+pub mod remote;
 
 use crate::runtime::{Registration, Registry};
 
@@ -61,4 +62,10 @@ pub fn builtin() -> Registry {
         .with(Registration::new::<
             crate::components::otelcol::receiver_otlp::ReceiverOtlp,
         >("otelcol.receiver.otlp"))
+        .with(Registration::new::<
+            crate::components::remote::kubernetes::Secret,
+        >("remote.kubernetes.secret"))
+        .with(Registration::new::<
+            crate::components::remote::kubernetes::ConfigMap,
+        >("remote.kubernetes.configmap"))
 }

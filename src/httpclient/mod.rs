@@ -47,6 +47,7 @@
 
 pub mod body;
 mod client;
+pub mod kube;
 mod oauth2;
 mod tls;
 

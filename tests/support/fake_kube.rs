@@ -133,6 +133,27 @@ pub const RESOURCES: &[ResourceDef] = &[
         namespaced: true,
         fields: &[],
     },
+    // Read one at a time by `remote.kubernetes.*` (GET of one object).
+    ResourceDef {
+        plural: "secrets",
+        singular: "secret",
+        kind: "Secret",
+        list_kind: "SecretList",
+        api_version: "v1",
+        prefix: CORE,
+        namespaced: true,
+        fields: &[],
+    },
+    ResourceDef {
+        plural: "configmaps",
+        singular: "configmap",
+        kind: "ConfigMap",
+        list_kind: "ConfigMapList",
+        api_version: "v1",
+        prefix: CORE,
+        namespaced: true,
+        fields: &[],
+    },
     ResourceDef {
         plural: "ingresses",
         singular: "ingress",
