@@ -55,6 +55,7 @@ pub(crate) struct Resolver<'a> {
 }
 
 impl<'a> Resolver<'a> {
+    #[cfg(test)]
     pub fn new(
         nodes: &[GraphNode<'a>],
         scope: usize,
@@ -72,6 +73,29 @@ impl<'a> Resolver<'a> {
             broken,
             is_scope_name,
         }
+    }
+
+    /// One resolver per scope (`broken` has one entry per scope), the nodes grouped by the
+    /// scope they are visible in in one pass rather than one pass per scope.
+    pub fn per_scope(
+        nodes: &[GraphNode<'a>],
+        broken: &'a [HashSet<String>],
+        is_scope_name: &'a dyn Fn(&str) -> bool,
+    ) -> Vec<Self> {
+        let mut ids: Vec<HashMap<&'a str, usize>> = vec![HashMap::new(); broken.len()];
+        for (i, n) in nodes.iter().enumerate() {
+            if let Some(scope) = ids.get_mut(n.visible_in) {
+                scope.insert(n.key, i);
+            }
+        }
+        ids.into_iter()
+            .zip(broken)
+            .map(|(ids, broken)| Resolver {
+                ids,
+                broken,
+                is_scope_name,
+            })
+            .collect()
     }
 
     fn resolve(&self, parts: &[&str]) -> Resolved {
