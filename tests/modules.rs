@@ -248,6 +248,11 @@ test.pass "sum" { input = wrap.one.output + wrap.two.output }
 fn declare_and_import_errors() {
     let cases: &[(&str, &str, &str)] = &[
         (
+            "an export and a built-in component with one name",
+            "declare \"test\" {\n  export \"x\" {\n    value = \"a\"\n  }\n}\ntest \"pass\" {}\ntest.pass \"x\" {\n  input = \"b\"\n}\n",
+            "test.pass.x names both",
+        ),
+        (
             "cycle between declares",
             r#"
 declare "a" { b "t1" {} }
@@ -598,6 +603,45 @@ async fn import_http_down_keeps_the_last_module() {
 
     server.set(Answer::Status(200), &remote("v2"));
     eventually("the recovered module", async || sum(&c).await == "v2").await;
+}
+
+/// An `import.http` module's `module_path` is the URL's directory (Alloy's `path.Split`); a
+/// `body` is sent; a server that does not answer within `poll_timeout` fails the load with
+/// that reason.
+#[tokio::test]
+async fn import_http_module_path_body_and_timeout() {
+    let server = ModuleServer::start(
+        "declare \"where\" {\n  export \"out\" {\n    value = module_path\n  }\n}\n",
+    );
+    let main = |timeout: &str| {
+        format!(
+            "import.http \"h\" {{\n  url = {url:?}\n  method = \"PUT\"\n  body = \"hello\"\n  poll_timeout = {timeout:?}\n}}\nh.where \"x\" {{}}\ntest.pass \"sum\" {{\n  input = h.where.x.out\n}}\n",
+            url = server.url()
+        )
+    };
+    assert_eq!(
+        run_to_sum(&main("10s")).await,
+        format!("http://{}/", server.addr)
+    );
+    let requests = server.requests();
+    assert!(
+        requests[0]
+            .to_ascii_lowercase()
+            .contains("content-length: 5"),
+        "the body is sent: {requests:#?}"
+    );
+
+    server.set(Answer::Silent(Duration::from_secs(3)), "");
+    let storage = tempfile::tempdir().expect("tempdir");
+    let c = controller(storage.path());
+    let error = c
+        .apply_source("main.alloy", &main("200ms"))
+        .await
+        .expect_err("no answer");
+    assert!(
+        error.to_string().contains("timed out after 200ms"),
+        "{error}"
+    );
 }
 
 /// Each import is polled at its own `poll_frequency`: a URL polled hourly beside a file polled

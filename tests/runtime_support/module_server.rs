@@ -12,6 +12,8 @@ pub enum Answer {
     Status(u16),
     /// Accepts and closes the connection without a response.
     Drop,
+    /// Accepts and holds the connection this long without a response.
+    Silent(std::time::Duration),
 }
 
 struct State {
@@ -56,6 +58,9 @@ impl ModuleServer {
                         .push(String::from_utf8_lossy(&head).into_owned());
                     (st.answer.clone(), st.body.clone())
                 };
+                if let Answer::Silent(d) = answer {
+                    std::thread::sleep(d);
+                }
                 if let Answer::Status(code) = answer {
                     let response = format!(
                         "HTTP/1.1 {code} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

@@ -164,6 +164,8 @@ pub(crate) struct Inner {
     import_watch: std::sync::Mutex<Option<CancellationToken>>,
     /// What each imported file and URL held when last read, used when it cannot be read again.
     last_good: Arc<crate::runtime::module::lastgood::LastGood>,
+    /// Held across an apply and the watch restart that follows it (see `imports`).
+    apply_lock: Mutex<()>,
 }
 
 impl Drop for Inner {
@@ -190,6 +192,7 @@ impl Controller {
         let last_good = crate::runtime::module::lastgood::LastGood::new(ctl.imports_stale.clone());
         let inner = Arc::new(Inner {
             last_good: Arc::new(last_good),
+            apply_lock: Mutex::new(()),
             ctl,
             registry: opts.registry,
             storage_path: opts.storage_path,

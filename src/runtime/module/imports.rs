@@ -86,6 +86,8 @@ struct HttpArgs {
     method: String,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    #[serde(default)]
+    body: Option<String>,
     #[serde(default = "default_poll")]
     poll_frequency: Duration,
     #[serde(default = "default_timeout")]
@@ -405,6 +407,7 @@ impl Expander<'_> {
                     url: a.url.clone(),
                     method: a.method,
                     headers: a.headers,
+                    body: a.body,
                     timeout: positive(a.poll_timeout.get()),
                 };
                 Ok(Planned {
@@ -413,7 +416,8 @@ impl Expander<'_> {
                     plan: Plan::Watched {
                         what: Watched::Http(request),
                         every: positive(a.poll_frequency.get()),
-                        module_path: None,
+                        // As Alloy: the URL's directory (`path.Split`).
+                        module_path: Some(fetch::url_dir(&a.url)),
                     },
                 })
             }),
