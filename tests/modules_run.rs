@@ -120,16 +120,12 @@ async fn a_custom_component_twice_scrapes_two_targets_into_an_exported_receiver(
     let page = s.get("/components/app.two/pyroscope.scrape.app").await;
     assert!(page.contains("svc-two"), "{page}");
 
-    // Each instance's scrape metrics are its own series.
+    // Each instance's scrape metrics are its own series, labelled as Alloy labels them: the
+    // ID local to the module and the module's path.
     let metrics = s.metrics().await;
-    for id in [
-        "app.one/pyroscope.scrape.app",
-        "app.two/pyroscope.scrape.app",
-    ] {
-        assert!(
-            metrics.contains(&format!("component_id=\"{id}\"")),
-            "series for {id}"
-        );
+    for module in ["app.one", "app.two"] {
+        let labels = format!("component_id=\"pyroscope.scrape.app\",component_path=\"/{module}\"");
+        assert!(metrics.contains(&labels), "series for {module}: {metrics}");
     }
 }
 

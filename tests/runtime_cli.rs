@@ -421,3 +421,28 @@ fn fmt_standard_input() {
         stderr(&out)
     );
 }
+
+/// `module_path` of a config named by a bare relative path is `.` (Go's `filepath.Dir`), so an
+/// import built from it (`module_path + "/lib.alloy"`) finds the file beside the config
+/// relative to the working directory, as in Alloy; an empty `module_path` would make it
+/// `/lib.alloy`.
+#[test]
+fn check_a_relative_config_path_imports_beside_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("lib.alloy"),
+        "declare \"noop\" {\n  argument \"x\" {\n    optional = true\n  }\n}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("main.alloy"),
+        "import.file \"lib\" {\n  filename = module_path + \"/lib.alloy\"\n}\n\nlib.noop \"a\" {}\n",
+    )
+    .expect("write");
+    let out = Command::new(BIN)
+        .args(["check", "main.alloy"])
+        .current_dir(dir.path())
+        .output()
+        .expect("run scraper");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -62,13 +62,9 @@ pub(crate) fn analyze_loaded(
             span: d.block.header_span(),
         })
         .collect();
+    diags.extend(graph::duplicate_keys(&nodes));
     let is_scope_name = |name: &str| name == MODULE_PATH || base.get(name).is_some();
-    let resolvers: Vec<Resolver> = loaded
-        .broken
-        .iter()
-        .enumerate()
-        .map(|(scope, broken)| Resolver::new(&nodes, scope, broken, &is_scope_name))
-        .collect();
+    let resolvers = Resolver::per_scope(&nodes, &loaded.broken, &is_scope_name);
     let (graph, graph_diags) = graph::build(&nodes, &resolvers);
     diags.extend(graph_diags);
 

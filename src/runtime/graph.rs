@@ -34,6 +34,29 @@ pub(crate) struct Graph {
     pub unresolved: Vec<Vec<Span>>,
 }
 
+/// Two nodes one scope names the same way (an export of custom component `test "pass"` named
+/// `x` and a built-in `test.pass "x"`): a reference could mean either, so it is an error
+/// rather than the later one silently winning.
+pub(crate) fn duplicate_keys(nodes: &[GraphNode]) -> Vec<Diagnostic> {
+    let mut first: HashMap<(usize, &str), usize> = HashMap::new();
+    let mut diags = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        match first.get(&(n.visible_in, n.key)) {
+            Some(&f) => diags.push(Diagnostic::error(
+                n.span,
+                format!(
+                    "{} names both {} and {}; rename one of them",
+                    n.key, nodes[f].id, n.id
+                ),
+            )),
+            None => {
+                first.insert((n.visible_in, n.key), i);
+            }
+        }
+    }
+    diags
+}
+
 /// What the first identifier of a reference chain turned out to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Resolved {
@@ -55,6 +78,7 @@ pub(crate) struct Resolver<'a> {
 }
 
 impl<'a> Resolver<'a> {
+    #[cfg(test)]
     pub fn new(
         nodes: &[GraphNode<'a>],
         scope: usize,
@@ -72,6 +96,30 @@ impl<'a> Resolver<'a> {
             broken,
             is_scope_name,
         }
+    }
+
+    /// One resolver per scope (`broken` has one entry per scope), the nodes grouped by the
+    /// scope they are visible in in one pass rather than one pass per scope.
+    pub fn per_scope(
+        nodes: &[GraphNode<'a>],
+        broken: &'a [HashSet<String>],
+        is_scope_name: &'a dyn Fn(&str) -> bool,
+    ) -> Vec<Self> {
+        let mut ids: Vec<HashMap<&'a str, usize>> = vec![HashMap::new(); broken.len()];
+        for (i, n) in nodes.iter().enumerate() {
+            // A duplicate is reported by `duplicate_keys`; the first one is kept.
+            if let Some(scope) = ids.get_mut(n.visible_in) {
+                scope.entry(n.key).or_insert(i);
+            }
+        }
+        ids.into_iter()
+            .zip(broken)
+            .map(|(ids, broken)| Resolver {
+                ids,
+                broken,
+                is_scope_name,
+            })
+            .collect()
     }
 
     fn resolve(&self, parts: &[&str]) -> Resolved {

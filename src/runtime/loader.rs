@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 use super::module::defs::Defs;
 use super::module::imports::{ImportCache, Watch};
 use super::module::instance::Instance;
+use super::module::lastgood::LastGood;
 use super::registry::{Registration, Registry};
 use crate::syntax::ast::{Block, Body, Span, Stmt};
 use crate::syntax::diag::{Diagnostic, Source};
@@ -164,9 +165,24 @@ pub(super) struct Expander<'r> {
     /// Definitions being instantiated, outermost first: a definition found again on this
     /// stack instantiates itself.
     pub stack: Vec<usize>,
+    /// What each imported file and URL held when last read, for when it cannot be read again.
+    pub last_good: &'r LastGood,
+    /// Set when the expansion reached its bound: nothing more is instantiated.
+    pub exhausted: bool,
 }
 
+/// Loads a config with nothing to fall back to when an import cannot be read (`check`).
 pub(crate) fn load(source: &Source, body: &Body, registry: &Registry) -> Loaded {
+    load_with(source, body, registry, &LastGood::default())
+}
+
+/// Loads a config; an import that cannot be read again uses what `last_good` kept of it.
+pub(crate) fn load_with(
+    source: &Source,
+    body: &Body,
+    registry: &Registry,
+    last_good: &LastGood,
+) -> Loaded {
     let files = source
         .files()
         .map(|(name, range)| (name.to_string(), source.text[range].to_string()))
@@ -186,6 +202,8 @@ pub(crate) fn load(source: &Source, body: &Body, registry: &Registry) -> Loaded 
         defs: Defs::default(),
         imports: ImportCache::default(),
         stack: Vec::new(),
+        last_good,
+        exhausted: false,
     };
     let root = ex.defs.new_scope(None, config_dir(source));
     ex.register_definitions(body, root, false);
@@ -375,10 +393,7 @@ fn config_dir(source: &Source) -> String {
     if !single {
         return source.name.clone();
     }
-    std::path::Path::new(&source.name)
-        .parent()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default()
+    super::module::imports::dir_of(std::path::Path::new(&source.name))
 }
 
 pub(super) fn name_span(block: &Block) -> Span {

@@ -15,14 +15,20 @@ use crate::sync::lock;
 use prometheus_client::encoding::text;
 use prometheus_client::registry::Registry;
 
-/// The label set Alloy puts on component metrics: `component_id` plus `component_path` (`/` for
-/// the root module, the only one we have).
+/// The label set Alloy puts on component metrics: `component_id` plus `component_path`.
 pub type Labels = Vec<(String, String)>;
 
+/// Labels for the component with global ID `component_id`: as Alloy, the ID local to its
+/// module and the module's path, `/` at the top level and `/<instance>` inside a custom
+/// component instance (`app.one/pyroscope.scrape.app` -> `pyroscope.scrape.app`, `/app.one`).
 pub fn component_labels(component_id: &str) -> Labels {
+    let (path, local) = match component_id.rsplit_once('/') {
+        Some((module, local)) => (format!("/{module}"), local),
+        None => ("/".to_string(), component_id),
+    };
     vec![
-        ("component_id".to_string(), component_id.to_string()),
-        ("component_path".to_string(), "/".to_string()),
+        ("component_id".to_string(), local.to_string()),
+        ("component_path".to_string(), path),
     ]
 }
 
@@ -115,6 +121,16 @@ mod tests {
         );
         assert!(
             text.contains(r#"test_hits_total{component_id="test.a.y",component_path="/"} 2"#),
+            "{text}"
+        );
+        a.hits
+            .get_or_create(&component_labels("app.one/inner.x/test.a.z"))
+            .inc();
+        let text = reg.encode().expect("encode");
+        assert!(
+            text.contains(
+                r#"test_hits_total{component_id="test.a.z",component_path="/app.one/inner.x"} 1"#
+            ),
             "{text}"
         );
     }

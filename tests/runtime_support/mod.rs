@@ -8,6 +8,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod module_server;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -41,12 +41,16 @@ impl Inner {
         // Parsing and loading read imported modules (files, URLs): off the async threads.
         let registry = self.registry.clone();
         let parsed = source.clone();
+        let last_good = self.last_good.clone();
         let loaded = crate::runtime::task::spawn_blocking("controller.load_config", move || {
             let (file, parse_diags) = parse_source(&parsed);
             if parse_diags.iter().any(Diagnostic::is_error) {
                 return Err(parse_diags);
             }
-            Ok((loader::load(&parsed, &file.body, &registry), parse_diags))
+            Ok((
+                loader::load_with(&parsed, &file.body, &registry, &last_good),
+                parse_diags,
+            ))
         })
         .await
         .map_err(|e| {

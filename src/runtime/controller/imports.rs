@@ -1,7 +1,9 @@
 //! Reloading when an imported module changes: after every load, one task watches the files and
 //! URLs the config imported (see `module::watch`) and applies the config again when one of them
 //! changed. A module that no longer loads leaves the running graph as it was; the error is
-//! logged and recorded as the latest load's, as for a broken config file.
+//! logged and recorded as the latest load's, as for a broken config file. Applies are
+//! serialised by `Inner::apply_lock`, so that a reload triggered here and one asked for by the
+//! user never interleave.
 
 use std::sync::Arc;
 
@@ -14,6 +16,7 @@ use crate::syntax::diag::Source;
 /// Applies `source`, then (when it was applied) watches what it imported instead of what the
 /// previous config imported.
 pub(super) async fn apply_and_watch(inner: &Arc<Inner>, source: Source) -> Result<(), LoadError> {
+    let _serial = inner.apply_lock.lock().await;
     let result = inner.apply(source).await;
     restart_watch(inner);
     result
@@ -40,6 +43,13 @@ async fn watch(
 ) {
     while let Some(changed) = wait_for_change(&mut watches, &token).await {
         let Some(inner) = inner.upgrade() else { return };
+        // One apply at a time: otherwise a SIGHUP or `/-/reload` applying a new config while
+        // this applies the one before could finish first and be undone by this one.
+        let _serial = inner.apply_lock.lock().await;
+        if token.is_cancelled() {
+            // An apply made meanwhile replaced this watch (and read the modules again).
+            return;
+        }
         let Some(source) = crate::sync::lock(&inner.last_applied).clone() else {
             return;
         };

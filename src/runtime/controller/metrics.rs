@@ -21,6 +21,7 @@ pub(crate) struct ControllerMetrics {
     pub evaluation_queue_size: Gauge,
     pub last_load_successful: Gauge,
     pub load_failures: Counter,
+    pub imports_stale: Gauge,
 }
 
 impl ControllerMetrics {
@@ -33,6 +34,7 @@ impl ControllerMetrics {
                 evaluation_queue_size: Gauge::default(),
                 last_load_successful: Gauge::default(),
                 load_failures: Counter::default(),
+                imports_stale: Gauge::default(),
             };
             r.register(
                 "alloy_component_controller_running_components",
@@ -63,6 +65,12 @@ impl ControllerMetrics {
                 "alloy_config_load_failures",
                 "Config failed to load.",
                 m.load_failures.clone(),
+            );
+            // Ours (Alloy has no such metric): see `module::lastgood`.
+            r.register(
+                "scraper_module_imports_stale",
+                "Imported modules that cannot be read again, used as last read.",
+                m.imports_stale.clone(),
             );
             m
         })

@@ -162,6 +162,10 @@ pub(crate) struct Inner {
     watches: std::sync::Mutex<Option<Vec<crate::runtime::module::imports::Watch>>>,
     /// Stops the task watching the imports of the config applied before.
     import_watch: std::sync::Mutex<Option<CancellationToken>>,
+    /// What each imported file and URL held when last read, used when it cannot be read again.
+    last_good: Arc<crate::runtime::module::lastgood::LastGood>,
+    /// Held across an apply and the watch restart that follows it (see `imports`).
+    apply_lock: Mutex<()>,
 }
 
 impl Drop for Inner {
@@ -184,8 +188,12 @@ impl Controller {
     /// that re-evaluates dependants when exports change.
     pub fn new(opts: ControllerOptions) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
+        let ctl = ControllerMetrics::register(&opts.metrics);
+        let last_good = crate::runtime::module::lastgood::LastGood::new(ctl.imports_stale.clone());
         let inner = Arc::new(Inner {
-            ctl: ControllerMetrics::register(&opts.metrics),
+            last_good: Arc::new(last_good),
+            apply_lock: Mutex::new(()),
+            ctl,
             registry: opts.registry,
             storage_path: opts.storage_path,
             metrics: opts.metrics,

@@ -5,14 +5,19 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// `import.http`'s `url`, `method`, `headers` and `poll_timeout`.
+/// `import.http`'s `url`, `method`, `headers`, `body` and `poll_timeout`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Request {
     pub url: String,
     pub method: String,
     pub headers: BTreeMap<String, String>,
+    pub body: Option<String>,
     pub timeout: Duration,
 }
+
+/// The largest module accepted: a module is a config file, and a wrong URL (a video, a
+/// never-ending stream) must not fill the memory.
+pub(crate) const MAX_MODULE_BYTES: usize = 16 << 20;
 
 /// Fetches the module; a status other than 2xx is an error, as in Alloy's `remote.http`.
 pub(crate) fn get_blocking(request: &Request) -> Result<String, String> {
@@ -45,10 +50,55 @@ async fn get(request: &Request) -> Result<String, String> {
     for (name, value) in &request.headers {
         builder = builder.header(name, value);
     }
-    let response = builder.send().await.map_err(|e| e.to_string())?;
+    if let Some(body) = &request.body {
+        builder = builder.body(body.clone());
+    }
+    let timeout = request.timeout;
+    // reqwest's message for a timeout names the URL only; say what happened.
+    let describe = move |e: reqwest::Error| {
+        if e.is_timeout() {
+            format!("timed out after {timeout:?} (poll_timeout)")
+        } else {
+            e.to_string()
+        }
+    };
+    let mut response = builder.send().await.map_err(describe)?;
     let status = response.status();
     if !status.is_success() {
         return Err(format!("unexpected status code {status}"));
     }
-    response.text().await.map_err(|e| e.to_string())
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(describe)? {
+        if bytes.len() + chunk.len() > MAX_MODULE_BYTES {
+            return Err(format!(
+                "the module is larger than {} MiB",
+                MAX_MODULE_BYTES >> 20
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Alloy's `path.Split(url)` directory: everything up to and including the last `/`, the
+/// `module_path` of a module read from `url`.
+pub(crate) fn url_dir(url: &str) -> String {
+    url.rfind('/')
+        .map_or_else(String::new, |i| url[..=i].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn url_dir_is_go_path_split() {
+        let cases = [
+            ("http://h/a/b/m.alloy", "http://h/a/b/"),
+            ("http://h/m.alloy", "http://h/"),
+            ("http://h/dir/", "http://h/dir/"),
+            ("m.alloy", ""),
+        ];
+        for (url, want) in cases {
+            assert_eq!(super::url_dir(url), want, "{url}");
+        }
+    }
 }

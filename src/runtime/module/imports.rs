@@ -42,7 +42,8 @@ pub(crate) enum Watched {
 #[derive(Debug, Default)]
 pub(crate) struct ImportCache {
     done: HashMap<String, Option<usize>>,
-    reading: Vec<String>,
+    /// Key and display name of each import being read, outermost first.
+    reading: Vec<(String, String)>,
 }
 
 fn default_poll() -> Duration {
@@ -85,6 +86,8 @@ struct HttpArgs {
     method: String,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    #[serde(default)]
+    body: Option<String>,
     #[serde(default = "default_poll")]
     poll_frequency: Duration,
     #[serde(default = "default_timeout")]
@@ -94,6 +97,7 @@ struct HttpArgs {
 /// A module's files as read, and what to watch.
 struct Read {
     key: String,
+    display: String,
     files: Vec<(String, String)>,
     watch: Option<Watch>,
     /// The module's own `module_path` (an imported file's directory); None: the importer's.
@@ -134,26 +138,95 @@ fn read_text(path: &Path) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// How deeply imports may nest (a module importing a module ...): an import cycle is reported
+/// as such, so this bounds long chains of distinct files.
+const MAX_IMPORT_DEPTH: usize = 32;
+
+/// What an import block asks for, decided before anything is read: its cache key and how to
+/// read it.
+struct Planned {
+    /// The canonical file path or the URL (with the kind), the key of [`ImportCache`].
+    key: String,
+    /// How messages name it.
+    display: String,
+    plan: Plan,
+}
+
+enum Plan {
+    Watched {
+        what: Watched,
+        every: StdDuration,
+        module_path: Option<String>,
+    },
+    Text(Vec<(String, String)>),
+}
+
+/// Reads what a watch watches: the file or directory, or the URL.
+pub(crate) fn read_watched(what: &Watched) -> Result<Vec<(String, String)>, String> {
+    match what {
+        Watched::File(path) => read_path(path).map_err(|e| format!("failed to read file: {e}")),
+        Watched::Http(request) => {
+            fetch::get_blocking(request).map(|text| vec![(request.url.clone(), text)])
+        }
+    }
+}
+
+/// Go's `filepath.Dir`: the directory part, `.` when there is none.
+pub(crate) fn dir_of(path: &Path) -> String {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
+        _ => ".".to_string(),
+    }
+}
+
 impl Expander<'_> {
     /// Reads the module `block` imports and registers its definitions in a new scope of their
     /// own (a module does not see the definitions of its importer); returns that scope.
     pub(crate) fn import(&mut self, block: &Block, scope: usize, from_http: bool) -> Option<usize> {
         let importer_path = self.defs.module_path(scope);
-        let read = self.read_import(block, &importer_path, from_http)?;
-        if let Some(done) = self.imports.done.get(&read.key) {
+        let planned = self.plan_import(block, &importer_path, from_http)?;
+        // Checked before reading: a module imported by a definition instantiated many times
+        // is read once per load.
+        if let Some(done) = self.imports.done.get(&planned.key) {
             return *done;
         }
-        if self.imports.reading.contains(&read.key) {
+        if let Some(pos) = self
+            .imports
+            .reading
+            .iter()
+            .position(|(k, _)| *k == planned.key)
+        {
+            let mut chain: Vec<&str> = self.imports.reading[pos..]
+                .iter()
+                .map(|(_, d)| d.as_str())
+                .collect();
+            chain.push(&planned.display);
+            let message = if chain.len() == 2 {
+                format!("import cycle: {} imports itself", planned.display)
+            } else {
+                format!(
+                    "import cycle: {} imports itself through {}",
+                    planned.display,
+                    chain.join(" -> ")
+                )
+            };
+            self.error(block.header_span(), message);
+            return None;
+        }
+        if self.imports.reading.len() >= MAX_IMPORT_DEPTH {
             self.error(
                 block.header_span(),
-                format!("import cycle: {} imports itself", read.key),
+                format!("imports nest more than {MAX_IMPORT_DEPTH} levels deep"),
             );
             return None;
         }
+        let read = self.read_planned(block, planned)?;
         if let Some(watch) = read.watch {
             self.out.watches.push(watch);
         }
-        self.imports.reading.push(read.key.clone());
+        self.imports
+            .reading
+            .push((read.key.clone(), read.display.clone()));
         let mut body = Body { stmts: Vec::new() };
         let mut parsed_ok = true;
         for (name, text) in read.files {
@@ -195,7 +268,60 @@ impl Expander<'_> {
         module
     }
 
-    fn read_import(&mut self, block: &Block, module_path: &str, from_http: bool) -> Option<Read> {
+    /// Reads a planned import; a file or URL that cannot be read falls back to the content
+    /// last read from it (the watch then compares with the error, so that its recovery is a
+    /// change).
+    fn read_planned(&mut self, block: &Block, planned: Planned) -> Option<Read> {
+        let Planned { key, display, plan } = planned;
+        let (what, every, module_path) = match plan {
+            Plan::Text(files) => {
+                return Some(Read {
+                    key,
+                    display,
+                    files,
+                    watch: None,
+                    module_path: None,
+                });
+            }
+            Plan::Watched {
+                what,
+                every,
+                module_path,
+            } => (what, every, module_path),
+        };
+        let (files, fp) = match read_watched(&what) {
+            Ok(files) => {
+                self.last_good.record_ok(&key, &display, &files);
+                let fp = fingerprint(&files);
+                (files, fp)
+            }
+            Err(e) => match self.last_good.fallback(&key, &display, &e) {
+                Some(files) => (files, super::watch::error_fingerprint(&e)),
+                None => {
+                    self.error(block.header_span(), e);
+                    return None;
+                }
+            },
+        };
+        Some(Read {
+            key,
+            display,
+            files,
+            watch: Some(Watch {
+                what,
+                every,
+                fingerprint: fp,
+            }),
+            module_path,
+        })
+    }
+
+    fn plan_import(
+        &mut self,
+        block: &Block,
+        module_path: &str,
+        from_http: bool,
+    ) -> Option<Planned> {
         let name = block.full_name();
         let header = block.header_span();
         let label = block.label.as_ref().map_or("", |l| l.value.as_str());
@@ -224,7 +350,9 @@ impl Expander<'_> {
         let body = match eval_body(&block.body, &scope) {
             Ok(body) => body,
             Err(diags) => {
-                self.out.diags.extend(diags);
+                self.out
+                    .diags
+                    .extend(diags.into_iter().map(explain_import_scope));
                 return None;
             }
         };
@@ -242,11 +370,10 @@ impl Expander<'_> {
                     ));
                 }
                 let path = PathBuf::from(&a.filename);
-                let files = read_path(&path).map_err(|e| format!("failed to read file: {e}"))?;
                 let dir = if path.is_dir() {
-                    Some(path.clone())
+                    path.display().to_string()
                 } else {
-                    path.parent().map(Path::to_path_buf)
+                    dir_of(&path)
                 };
                 // fsnotify is approximated by reading the file every second (or at
                 // `poll_frequency` if shorter): a change is seen within a second.
@@ -254,25 +381,25 @@ impl Expander<'_> {
                 if a.detector == "fsnotify" {
                     every = every.min(StdDuration::from_secs(1));
                 }
-                let watch = Watch {
-                    what: Watched::File(path),
-                    every,
-                    fingerprint: fingerprint(&files),
-                };
-                Ok(Read {
-                    key: format!("file:{}", a.filename),
-                    files,
-                    watch: Some(watch),
-                    module_path: dir.map(|d| d.display().to_string()),
+                // The same file named two ways (`./m.alloy`, `m.alloy`) is one module.
+                let canonical = std::fs::canonicalize(&path)
+                    .map_or_else(|_| a.filename.clone(), |p| p.display().to_string());
+                Ok(Planned {
+                    key: format!("file:{canonical}"),
+                    display: a.filename.clone(),
+                    plan: Plan::Watched {
+                        what: Watched::File(path),
+                        every,
+                        module_path: Some(dir),
+                    },
                 })
             }),
             "import.string" => decode::from_body_at::<StringArgs>(&body, header).map(|a| {
                 let files = vec![(format!("{label} (import.string)"), a.content)];
-                Ok(Read {
+                Ok(Planned {
                     key: format!("string:{label}:{}", fingerprint(&files)),
-                    files,
-                    watch: None,
-                    module_path: None,
+                    display: format!("import.string {label:?}"),
+                    plan: Plan::Text(files),
                 })
             }),
             _ => decode::from_body_at::<HttpArgs>(&body, header).map(|a| {
@@ -280,25 +407,23 @@ impl Expander<'_> {
                     url: a.url.clone(),
                     method: a.method,
                     headers: a.headers,
+                    body: a.body,
                     timeout: positive(a.poll_timeout.get()),
                 };
-                let text = fetch::get_blocking(&request)?;
-                let files = vec![(a.url.clone(), text)];
-                let watch = Watch {
-                    what: Watched::Http(request),
-                    every: positive(a.poll_frequency.get()),
-                    fingerprint: fingerprint(&files),
-                };
-                Ok(Read {
+                Ok(Planned {
                     key: format!("http:{}", a.url),
-                    files,
-                    watch: Some(watch),
-                    module_path: None,
+                    display: a.url.clone(),
+                    plan: Plan::Watched {
+                        what: Watched::Http(request),
+                        every: positive(a.poll_frequency.get()),
+                        // As Alloy: the URL's directory (`path.Split`).
+                        module_path: Some(fetch::url_dir(&a.url)),
+                    },
                 })
             }),
         };
         match decoded {
-            Ok(Ok(read)) => Some(read),
+            Ok(Ok(planned)) => Some(planned),
             Ok(Err(message)) => {
                 self.error(header, message);
                 None
@@ -309,6 +434,22 @@ impl Expander<'_> {
             }
         }
     }
+}
+
+/// An import's arguments are evaluated before any component exists: a name unknown there is
+/// most likely a component export or an argument, which cannot be used here, so say so.
+fn explain_import_scope(mut d: Diagnostic) -> Diagnostic {
+    if d.is_error() && d.message.starts_with("identifier ") && d.message.ends_with("does not exist")
+    {
+        // In the help, so that the message keeps Alloy's wording.
+        let why = "import arguments can use the standard library and module_path only; \
+                   components and arguments are not supported here";
+        d.help = Some(match d.help.take() {
+            Some(help) => format!("{why} ({help})"),
+            None => why.to_string(),
+        });
+    }
+    d
 }
 
 /// A zero interval would poll in a busy loop.

@@ -13,6 +13,11 @@ use crate::syntax::value::Value;
 /// so this only bounds long chains of distinct definitions.
 const MAX_DEPTH: usize = 64;
 
+/// How many graph nodes (components, arguments, exports) and instances a config may expand
+/// into: definitions instantiating the previous one twice grow as 2^n, which the depth bound
+/// alone lets reach billions.
+pub(crate) const MAX_NODES: usize = 10_000;
+
 /// The instance whose definition a level is loading.
 #[derive(Debug)]
 pub(crate) struct Instance {
@@ -29,6 +34,23 @@ pub(crate) struct Instance {
 impl Expander<'_> {
     /// Expands `block`, an instance of definition `def` named `local_id` in `level`.
     pub(crate) fn instantiate(&mut self, def: usize, block: &Block, level: &Level, local_id: &str) {
+        if self.exhausted {
+            // Reported once, where the bound was reached; the rest is not expanded at all.
+            self.out.broken[level.scope].insert(local_id.to_string());
+            return;
+        }
+        // One resolution scope per instance, plus the nodes so far.
+        if self.out.broken.len() + self.out.components.len() >= MAX_NODES {
+            self.exhausted = true;
+            self.error(
+                block.header_span(),
+                format!(
+                    "the config expands into more than {MAX_NODES} components and custom component instances"
+                ),
+            );
+            self.out.broken[level.scope].insert(local_id.to_string());
+            return;
+        }
         if let Some(pos) = self.stack.iter().position(|&d| d == def) {
             let names: Vec<String> = self.stack[pos..]
                 .iter()

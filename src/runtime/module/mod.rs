@@ -13,11 +13,13 @@
 //!
 //! `defs`: the definitions visible at each level; `instance`: instantiation, arguments and
 //! exports; `imports`: reading modules from files, strings and URLs, and what to watch for
-//! changes; `fetch`: the HTTP GET of `import.http`; `watch`: re-reading imported files and
+//! changes; `lastgood`: the content last read from each import, used when it cannot be read
+//! again; `fetch`: the HTTP GET of `import.http`; `watch`: re-reading imported files and
 //! URLs, applying the config again when one changed.
 
 pub(crate) mod defs;
 pub(crate) mod fetch;
 pub(crate) mod imports;
 pub(crate) mod instance;
+pub(crate) mod lastgood;
 pub(crate) mod watch;

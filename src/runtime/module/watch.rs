@@ -1,57 +1,85 @@
-//! Watching imported modules: every file and URL a config imported is read again at its
-//! `poll_frequency` (the shortest of them), and a change is reported so that the config is
-//! applied again. Alloy's `fsnotify` detector also polls at `poll_frequency` as a fallback;
-//! here both detectors poll, which sees every change, only later.
+//! Watching imported modules: every file and URL a config imported is read again at its own
+//! `poll_frequency`, and a change is reported so that the config is applied again. Alloy's
+//! `fsnotify` detector also polls at `poll_frequency` as a fallback; here both detectors poll,
+//! which sees every change, only later.
+//!
+//! Each watch has its own next-due time and each read runs as a job of its own, so a URL
+//! polled every minute is not fetched every second because a file beside it is, and a slow
+//! URL (up to its `poll_timeout`) does not hold back the files' checks.
 
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::fetch;
-use super::imports::{Watch, Watched, fingerprint, read_path};
+use super::imports::{Watch, Watched, fingerprint, read_watched};
 
 /// Waits until one of `watches` changed, and returns what changed; its fingerprint is
 /// updated, so the same change is reported once. A file that cannot be read counts as changed
-/// (the reload reports why). None when cancelled or when there is nothing to watch.
+/// (the reload reports why, or falls back to its last good content). None when cancelled or
+/// when there is nothing to watch.
 pub(crate) async fn wait_for_change(
     watches: &mut [Watch],
     cancel: &CancellationToken,
 ) -> Option<String> {
-    let every = watches.iter().map(|w| w.every).min()?;
+    if watches.is_empty() {
+        return None;
+    }
+    let start = Instant::now();
+    // None while the watch's read is in flight: one read per watch at a time.
+    let mut due: Vec<Option<Instant>> = watches.iter().map(|w| Some(start + w.every)).collect();
+    let (tx, mut rx) = mpsc::unbounded_channel::<(usize, u64)>();
     loop {
-        tokio::select! {
-            _ = cancel.cancelled() => return None,
-            _ = tokio::time::sleep(every) => {}
-        }
-        let current: Vec<Watch> = watches.to_vec();
-        let fingerprints = crate::runtime::task::spawn_blocking("module.import_watch", move || {
-            current.iter().map(read_fingerprint).collect::<Vec<u64>>()
-        })
-        .await
-        .ok()?;
-        let mut changed = None;
-        for (watch, now) in watches.iter_mut().zip(fingerprints) {
-            if watch.fingerprint != now {
-                watch.fingerprint = now;
-                changed.get_or_insert_with(|| describe(&watch.what));
+        let now = Instant::now();
+        for (i, watch) in watches.iter().enumerate() {
+            if due[i].is_some_and(|d| d <= now) {
+                due[i] = None;
+                let what = watch.what.clone();
+                let tx = tx.clone();
+                // A reply after this function returned has nobody to go to; that is fine.
+                drop(crate::runtime::task::spawn_blocking(
+                    "module.import_watch",
+                    move || {
+                        let _ = tx.send((i, read_fingerprint(&what)));
+                    },
+                ));
             }
         }
-        if changed.is_some() {
-            return changed;
+        let next = due.iter().flatten().min().copied();
+        tokio::select! {
+            _ = cancel.cancelled() => return None,
+            _ = sleep_until(next) => {}
+            Some((i, now)) = rx.recv() => {
+                let watch = &mut watches[i];
+                due[i] = Some(Instant::now() + watch.every);
+                if watch.fingerprint != now {
+                    watch.fingerprint = now;
+                    return Some(describe(&watch.what));
+                }
+            }
         }
     }
 }
 
-fn read_fingerprint(watch: &Watch) -> u64 {
-    let read = match &watch.what {
-        Watched::File(path) => read_path(path).map_err(|e| e.to_string()),
-        Watched::Http(request) => {
-            fetch::get_blocking(request).map(|text| vec![(request.url.clone(), text)])
-        }
-    };
-    match read {
-        Ok(files) => fingerprint(&files),
-        // Errors are fingerprinted too, so a file that stays missing is reported once.
-        Err(e) => fingerprint(&[(String::new(), e)]),
+/// Sleeps until `at`, or forever when every watch is being read.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
+}
+
+/// The fingerprint of what `what` holds now; errors are fingerprinted too, so that a file that
+/// stays missing is reported once.
+pub(crate) fn read_fingerprint(what: &Watched) -> u64 {
+    match read_watched(what) {
+        Ok(files) => fingerprint(&files),
+        Err(e) => error_fingerprint(&e),
+    }
+}
+
+/// What a watch of an unreadable module compares with.
+pub(crate) fn error_fingerprint(error: &str) -> u64 {
+    fingerprint(&[(String::new(), error.to_string())])
 }
 
 fn describe(what: &Watched) -> String {
