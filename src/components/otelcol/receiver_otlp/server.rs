@@ -407,22 +407,6 @@ fn grpc_timeout(headers: &HeaderMap) -> Option<Duration> {
 
 async fn grpc_message(st: &RouteState, req: Request) -> Result<(Admission, Bytes), Failure> {
     let (parts, body) = req.into_parts();
-    if parts.version != axum::http::Version::HTTP_2 {
-        return Err(Failure::Unsupported(format!(
-            "gRPC needs HTTP/2, the request is {:?}",
-            parts.version
-        )));
-    }
-    let content_type = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if !is_grpc_proto(content_type) {
-        return Err(Failure::Unsupported(format!(
-            "content-type {content_type:?} is not gRPC with protobuf"
-        )));
-    }
     let limit = st.max_size.saturating_add(5);
     let mut admission = admit(&st.shared, body_bound(&parts.headers, limit)?)?;
     // The client gives up at its deadline: reading past it only holds memory.
@@ -456,8 +440,40 @@ async fn grpc_message(st: &RouteState, req: Request) -> Result<(Admission, Bytes
     }
 }
 
+/// A request that is not gRPC at all gets a plain HTTP answer, as gRPC's HTTP/2 protocol
+/// says: 415 for another content type, 505 for HTTP/1 (gRPC needs HTTP/2's trailers).
+fn not_grpc(req: &Request) -> Option<(StatusCode, String)> {
+    if req.version() != axum::http::Version::HTTP_2 {
+        return Some((
+            StatusCode::HTTP_VERSION_NOT_SUPPORTED,
+            format!("gRPC needs HTTP/2, the request is {:?}", req.version()),
+        ));
+    }
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !is_grpc_proto(content_type) {
+        return Some((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("content-type {content_type:?} is not gRPC with protobuf (application/grpc)"),
+        ));
+    }
+    None
+}
+
 async fn handle_grpc(State(st): State<RouteState>, req: Request) -> Response {
     const TRANSPORT: &str = "grpc";
+    if let Some((status, message)) = not_grpc(&req) {
+        emit(RequestRejected {
+            shared: &st.shared,
+            transport: TRANSPORT,
+            status: status.as_str(),
+            message: &message,
+        });
+        return (status, message).into_response();
+    }
     let result = match grpc_message(&st, req).await {
         Ok((admission, message)) => process(&st.shared, admission, message).await,
         Err(f) => Err(f),
@@ -680,3 +696,7 @@ pub(crate) fn bind(address: &str) -> std::io::Result<std::net::TcpListener> {
     listener.set_nonblocking(true)?;
     Ok(listener)
 }
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;
