@@ -31,6 +31,7 @@
 pub mod args;
 mod events;
 mod metrics;
+mod serve;
 mod server;
 
 use std::collections::BTreeMap;
@@ -251,6 +252,7 @@ impl ReceiverOtlp {
                     "otelcol.receiver.otlp.grpc",
                     &b.listener,
                     app,
+                    b.config.max_concurrent_streams,
                     self.shared.id.clone(),
                 )
                 .map_err(|e| format!("failed to start the gRPC server: {e}"))?,
@@ -268,6 +270,7 @@ impl ReceiverOtlp {
                     "otelcol.receiver.otlp.http",
                     &b.listener,
                     app,
+                    b.config.max_concurrent_streams,
                     self.shared.id.clone(),
                 )
                 .map_err(|e| format!("failed to start the HTTP server: {e}"))?,

@@ -666,17 +666,16 @@ impl Instance {
         name: &'static str,
         listener: &std::net::TcpListener,
         app: Router,
+        max_concurrent_streams: u32,
         id: String,
     ) -> std::io::Result<Instance> {
         let listener = tokio::net::TcpListener::from_std(listener.try_clone()?)?;
         let cancel = CancellationToken::new();
         let stop = cancel.clone();
-        let task = crate::runtime::task::spawn(name, async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned());
-            if let Err(e) = serve.await {
-                tracing::error!(component_id = %id, error = %e, "server stopped with an error");
-            }
-        });
+        let task = crate::runtime::task::spawn(
+            name,
+            super::serve::serve(listener, app, max_concurrent_streams, stop, id),
+        );
         Ok(Instance { cancel, task })
     }
 
