@@ -21,7 +21,7 @@
 //! Not carried over (as in Pyroscope, or not yet): trace links (`span_id`/`trace_id` labels),
 //! `[kernel]` mapping names and the mappings' `has_*` flags.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::convert::{ConvertError, SERVICE_NAME_ATTRIBUTE, output_bytes, samples_to_pprof};
 use super::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
@@ -179,14 +179,14 @@ fn name_and_normalise(p: &mut pprof::Profile) -> String {
 }
 
 /// Appends the non-empty string attributes whose key is not `seen` yet.
-fn append_attributes(labels: &mut Vec<Label>, attrs: &[KeyValue], seen: &mut Vec<String>) {
+fn append_attributes<'a>(labels: &mut Vec<Label>, attrs: &'a [KeyValue], seen: &mut HashSet<&'a str>) {
     for kv in attrs {
-        if seen.contains(&kv.key) {
+        if seen.contains(kv.key.as_str()) {
             continue;
         }
         if let Some(v) = string_value(kv) {
             labels.push((kv.key.clone(), v.to_owned()));
-            seen.push(kv.key.clone());
+            seen.insert(kv.key.as_str());
         }
     }
 }
@@ -241,7 +241,7 @@ pub fn ingest(
                         ("__otel__".into(), "true".into()),
                         ("__name__".into(), name),
                     ];
-                    let mut seen = vec!["__name__".to_owned(), "service_name".to_owned()];
+                    let mut seen: HashSet<&str> = HashSet::from(["__name__", "service_name"]);
                     append_attributes(&mut labels, resource_attrs, &mut seen);
                     append_attributes(&mut labels, scope_attrs, &mut seen);
                     let service = if svc.is_empty() {

@@ -65,6 +65,9 @@ pub(crate) struct Shared {
     pub(crate) converters: Arc<Semaphore>,
     /// Requests in flight (see [`MAX_IN_FLIGHT`]).
     pub(crate) requests: Arc<Semaphore>,
+    /// When a refusal was last logged as a warning, and how many were not since.
+    pub(crate) refusal_logged: Mutex<Option<std::time::Instant>>,
+    pub(crate) refusals_not_logged: AtomicU64,
     /// Why the component is unhealthy (the last refused request, or dropped profiles), if it is.
     pub(crate) problem: Mutex<Option<(SystemTime, String)>>,
 }
@@ -87,6 +90,8 @@ impl Shared {
             shedding: AtomicBool::new(false),
             converters: Arc::new(Semaphore::new(cores.max(2))),
             requests: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            refusal_logged: Mutex::new(None),
+            refusals_not_logged: AtomicU64::new(0),
             problem: Mutex::new(None),
         }
     }
