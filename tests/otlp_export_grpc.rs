@@ -466,7 +466,10 @@ async fn resource_exhausted_is_retried_only_with_retry_info_after_its_delay() {
     assert_eq!(calls.len(), 4, "one retry (profile 2), no more");
     let gap = calls[2].at - calls[1].at;
     eprintln!("retry after {gap:?} (RetryInfo {delay:?}, backoff 10-20ms)");
-    assert!(gap >= delay, "the retry came {gap:?} after, before {delay:?}");
+    assert!(
+        gap >= delay,
+        "the retry came {gap:?} after, before {delay:?}"
+    );
     let text = metrics.encode().expect("metrics");
     assert_eq!(
         metric_value(&text, "pyroscope_write_dropped_profiles_total", &id),

@@ -310,8 +310,12 @@ pyroscope.store "local" {{
     assert_eq!(answer["grpc-status"], "12", "UNIMPLEMENTED");
     assert_eq!(answer["grpc-accept-encoding"], "gzip", "what we decode");
     // Flagged compressed but not gzip: refused, not read as it is.
-    let (status, message) =
-        grpc_call(&grpc_addr, frame(&grpc_req, true), &[("grpc-encoding", "gzip")]).await;
+    let (status, message) = grpc_call(
+        &grpc_addr,
+        frame(&grpc_req, true),
+        &[("grpc-encoding", "gzip")],
+    )
+    .await;
     assert_eq!(status, "3", "INVALID_ARGUMENT: {message}");
     assert!(message.contains("not gzip"), "{message}");
     // Not gRPC at all: plain HTTP answers (gRPC over HTTP/2's rules).

@@ -72,7 +72,8 @@ pub fn grpc_headers(headers: &mut HeaderMap, gzip: bool, timeout: Duration) {
 /// it is too old); every other one, RESOURCE_EXHAUSTED without `RetryInfo` included, as a
 /// code the senders never retry.
 pub fn grpc_error(status: Status, message: &str, retry_delay: Option<Duration>) -> PushError {
-    let retry = status.retryable() || (status == Status::ResourceExhausted && retry_delay.is_some());
+    let retry =
+        status.retryable() || (status == Status::ResourceExhausted && retry_delay.is_some());
     let code = if retry {
         Code::Unavailable
     } else {
@@ -254,12 +255,26 @@ mod tests {
         let delay = Some(Duration::from_secs(7));
         for (status, retry_delay, want, after) in [
             (Status::ResourceExhausted, None, Disposition::Drop, None),
-            (Status::ResourceExhausted, delay, Disposition::RetryUnavailable, delay),
-            (Status::Unavailable, delay, Disposition::RetryUnavailable, delay),
+            (
+                Status::ResourceExhausted,
+                delay,
+                Disposition::RetryUnavailable,
+                delay,
+            ),
+            (
+                Status::Unavailable,
+                delay,
+                Disposition::RetryUnavailable,
+                delay,
+            ),
             (Status::InvalidArgument, delay, Disposition::Drop, None),
         ] {
             let e = grpc_error(status, "x", retry_delay);
-            assert_eq!((e.disposition(false), e.retry_after), (want, after), "{status:?}");
+            assert_eq!(
+                (e.disposition(false), e.retry_after),
+                (want, after),
+                "{status:?}"
+            );
         }
         let mut h = HeaderMap::new();
         grpc_headers(&mut h, true, Duration::from_secs(30));

@@ -216,7 +216,10 @@ pub fn retry_delay(details: &str) -> Option<std::time::Duration> {
         .decode(text)
         .ok()?;
     let status = RpcStatus::decode(bytes.as_slice()).ok()?;
-    let detail = status.details.iter().find(|d| d.type_url == RETRY_INFO_TYPE)?;
+    let detail = status
+        .details
+        .iter()
+        .find(|d| d.type_url == RETRY_INFO_TYPE)?;
     let info = RetryInfo::decode(detail.value.as_slice()).ok()?;
     let d = info.retry_delay.unwrap_or_default();
     let secs = u64::try_from(d.seconds).unwrap_or(0);
@@ -328,7 +331,8 @@ mod tests {
         }
         use base64::Engine as _;
         use prost::Message as _;
-        let b64 = |s: RpcStatus| base64::engine::general_purpose::STANDARD.encode(s.encode_to_vec());
+        let b64 =
+            |s: RpcStatus| base64::engine::general_purpose::STANDARD.encode(s.encode_to_vec());
         let no_detail = RpcStatus {
             code: 8,
             message: "x".into(),
@@ -374,7 +378,10 @@ mod tests {
             }
         }
         assert!(Status::Unavailable.retryable());
-        assert!(!Status::ResourceExhausted.retryable(), "only with RetryInfo");
+        assert!(
+            !Status::ResourceExhausted.retryable(),
+            "only with RetryInfo"
+        );
         assert!(!Status::InvalidArgument.retryable());
         assert!(!Status::Unauthenticated.retryable());
     }

@@ -179,7 +179,11 @@ fn name_and_normalise(p: &mut pprof::Profile) -> String {
 }
 
 /// Appends the non-empty string attributes whose key is not `seen` yet.
-fn append_attributes<'a>(labels: &mut Vec<Label>, attrs: &'a [KeyValue], seen: &mut HashSet<&'a str>) {
+fn append_attributes<'a>(
+    labels: &mut Vec<Label>,
+    attrs: &'a [KeyValue],
+    seen: &mut HashSet<&'a str>,
+) {
     for kv in attrs {
         if seen.contains(kv.key.as_str()) {
             continue;

@@ -281,7 +281,8 @@ fn an_attribute_shared_by_many_samples_is_copied_once() {
 fn output_size_is_measured_before_converting() {
     // (samples as (stack, attributes), expected bytes): 96 per sample, 8 per frame, 32 per
     // attribute; an out-of-range stack counts no frames (the conversion reports it).
-    let cases: [(&[(i32, &[i32])], u64); 4] = [
+    type Samples<'a> = &'a [(i32, &'a [i32])];
+    let cases: [(Samples, u64); 4] = [
         (&[], 0),
         (&[(1, &[])], 96 + 2 * 8),
         (&[(1, &[1, 3]), (2, &[])], 96 + 16 + 64 + 96 + 8),

@@ -167,7 +167,14 @@ mod tests {
         let every = Duration::from_secs(10);
         let mut last = None;
         // (seconds after t0, warned)
-        for (at, want) in [(0, true), (1, false), (9, false), (10, true), (15, false), (25, true)] {
+        for (at, want) in [
+            (0, true),
+            (1, false),
+            (9, false),
+            (10, true),
+            (15, false),
+            (25, true),
+        ] {
             let now = t0 + Duration::from_secs(at);
             assert_eq!(log_now(&mut last, now, every), want, "at {at}s");
         }

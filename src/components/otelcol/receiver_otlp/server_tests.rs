@@ -65,9 +65,15 @@ fn the_body_bound_is_the_declared_length_within_the_limit() {
 fn a_payload_declared_gzip_must_be_gzip() {
     let plain = Bytes::from_static(b"\x0a\x00 plain protobuf");
     assert!(matches!(gunzip(&plain, 1 << 20), Err(Failure::Invalid(m)) if m.contains("not gzip")));
-    assert!(matches!(gunzip(&Bytes::new(), 1 << 20), Err(Failure::Invalid(_))));
+    assert!(matches!(
+        gunzip(&Bytes::new(), 1 << 20),
+        Err(Failure::Invalid(_))
+    ));
     let gz = Bytes::from(crate::pprof::gzip(b"hello", 6));
-    assert_eq!(gunzip(&gz, 1 << 20).ok(), Some(Bytes::from_static(b"hello")));
+    assert_eq!(
+        gunzip(&gz, 1 << 20).ok(),
+        Some(Bytes::from_static(b"hello"))
+    );
     let big = Bytes::from(crate::pprof::gzip(&[0u8; 4096], 6));
     assert!(matches!(gunzip(&big, 100), Err(Failure::TooLarge(_))));
 }
