@@ -61,6 +61,8 @@ pub enum ConvertError {
     SampleShape { got: usize, timestamps: usize },
     #[error("OTLP sample values overflow a 64-bit sum")]
     ValueOverflow,
+    #[error("OTLP sample has neither values nor timestamps (a sample value is required)")]
+    NoValue,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -823,11 +825,17 @@ pub fn samples_to_pprof(
     for s in samples.iter().copied() {
         // Values only, or one value per timestamp; timestamps alone count one each.
         let value: i64 = match (s.values.len(), s.timestamps_unix_nano.len()) {
+            (0, 0) => return Err(ConvertError::NoValue),
             (_, 0) => checked_sum(&s.values)?,
             (0, n) => i64::try_from(n).unwrap_or(i64::MAX),
             (v, t) if v == t => checked_sum(&s.values)?,
             (got, timestamps) => return Err(ConvertError::SampleShape { got, timestamps }),
         };
+        // Links are not carried over, but a reference out of the table is a broken request.
+        // (0 is "no link", valid even when the table is empty.)
+        if s.link_index != 0 {
+            get("link_table", &dict.link_table, i64::from(s.link_index))?;
+        }
         let stack = get("stack_table", &dict.stack_table, i64::from(s.stack_index))?;
         let mut location_id = Vec::with_capacity(stack.location_indices.len());
         for &l in &stack.location_indices {

@@ -327,3 +327,38 @@ fn overflowing_sample_values_are_refused() {
         }
     }
 }
+
+#[test]
+fn samples_without_values_or_with_bad_links_are_refused() {
+    let mut no_value = sample(1, &[], 0);
+    no_value.values.clear();
+    let mut timestamps_only = no_value.clone();
+    timestamps_only.timestamps_unix_nano = vec![1, 2];
+    let mut bad_link = sample(1, &[], 1);
+    bad_link.link_index = 1;
+    let mut no_link = sample(1, &[], 1);
+    no_link.link_index = 0;
+    let cases = [
+        (no_value, Some(ConvertError::NoValue)),
+        (timestamps_only, None),
+        (
+            bad_link,
+            Some(ConvertError::OtlpIndex {
+                table: "link_table",
+                index: 1,
+                len: 0,
+            }),
+        ),
+        (no_link, None),
+    ];
+    for (i, (s, want)) in cases.into_iter().enumerate() {
+        let got = ingest(&request(cpu(vec![s]), Vec::new()), 1);
+        match (got, want) {
+            (Ok(_), None) => {}
+            (Err(IngestError::Convert { source, .. }), Some(want)) => {
+                assert_eq!(source, want, "case {i}")
+            }
+            (got, want) => panic!("case {i}: {got:?}, want {want:?}"),
+        }
+    }
+}
