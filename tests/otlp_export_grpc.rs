@@ -41,17 +41,35 @@ fn decoder_python() -> Option<PathBuf> {
     )
 }
 
-/// One captured call: its headers and the message (unframed, decompressed).
+/// One captured call: its headers, the message (unframed, decompressed), when it arrived.
 struct Call {
     headers: HeaderMap,
     message: Vec<u8>,
+    at: Instant,
+}
+
+/// A scripted answer: a gRPC status, a `RetryInfo` delay to send with it, and the answer's
+/// content type (a non-gRPC one stands for a proxy's page).
+#[derive(Clone, Copy)]
+struct Answer {
+    status: u32,
+    retry_info: Option<Duration>,
+    content_type: &'static str,
+}
+
+fn answer(status: u32) -> Answer {
+    Answer {
+        status,
+        retry_info: None,
+        content_type: "application/grpc",
+    }
 }
 
 #[derive(Clone, Default)]
 struct Capture {
     calls: Arc<Mutex<Vec<Call>>>,
-    /// gRPC statuses to answer with, in order; then OK.
-    script: Arc<Mutex<Vec<u32>>>,
+    /// Answers, in order; then OK.
+    script: Arc<Mutex<Vec<Answer>>>,
 }
 
 async fn export(State(c): State<Capture>, req: Request) -> Response {
@@ -69,11 +87,13 @@ async fn export(State(c): State<Capture>, req: Request) -> Response {
     c.calls.lock().expect("lock").push(Call {
         headers: parts.headers,
         message,
+        at: Instant::now(),
     });
-    let status = {
+    let scripted = {
         let mut s = c.script.lock().expect("lock");
-        if s.is_empty() { 0 } else { s.remove(0) }
+        if s.is_empty() { answer(0) } else { s.remove(0) }
     };
+    let status = scripted.status;
     let mut r = if status == 0 {
         // The empty ExportProfilesServiceResponse, then grpc-status 0 in the trailers.
         let mut trailers = HeaderMap::new();
@@ -93,10 +113,23 @@ async fn export(State(c): State<Capture>, req: Request) -> Response {
             "grpc-message",
             HeaderValue::from_static("scripted%20failure"),
         );
+        if let Some(delay) = scripted.retry_info {
+            let details = scraper::protocols::otlp::grpc::retry_details(
+                scraper::protocols::otlp::grpc::Status::from_code(status),
+                "scripted",
+                delay,
+            );
+            r.headers_mut().insert(
+                "grpc-status-details-bin",
+                HeaderValue::from_str(&details).expect("base64"),
+            );
+        }
         r
     };
-    r.headers_mut()
-        .insert("content-type", HeaderValue::from_static("application/grpc"));
+    r.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static(scripted.content_type),
+    );
     r
 }
 
@@ -277,7 +310,7 @@ async fn grpc_export_decodes_with_opentelemetry_proto() {
     };
     let capture = Capture::default();
     // The first call is refused as unavailable (retried), the third as invalid (dropped).
-    *capture.script.lock().expect("lock") = vec![14, 0, 3];
+    *capture.script.lock().expect("lock") = vec![answer(14), answer(0), answer(3)];
     let addr = grpc_server(capture.clone(), None).await;
     let (component, receiver, metrics, shutdown) = start(&format!(
         "client {{\n endpoint = \"{addr}\"\n headers = {{ \"X-Scope-OrgID\" = \"team-a\" }}\n tls {{\n  insecure = true\n }}\n}}\nretry_on_failure {{\n initial_interval = \"10ms\"\n max_interval = \"100ms\"\n}}\nqueue_config {{\n senders = 1\n}}\n"
@@ -377,6 +410,71 @@ async fn grpc_over_tls_with_a_server_name() {
         got.len(),
         p.sample_type.len(),
         "one OTLP profile per sample type"
+    );
+    shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_exhausted_is_retried_only_with_retry_info_after_its_delay() {
+    let capture = Capture::default();
+    let delay = Duration::from_millis(400);
+    // Profile 1: RESOURCE_EXHAUSTED without RetryInfo (dropped, as the Collector does).
+    // Profile 2: with a RetryInfo of 400 ms (retried, not sooner), then OK.
+    // Profile 3: a 200 answer that is not gRPC (a proxy's page): dropped, not retried.
+    *capture.script.lock().expect("lock") = vec![
+        answer(8),
+        Answer {
+            retry_info: Some(delay),
+            ..answer(8)
+        },
+        answer(0),
+        Answer {
+            content_type: "text/html",
+            ..answer(0)
+        },
+    ];
+    let addr = grpc_server(capture.clone(), None).await;
+    let (_component, receiver, metrics, shutdown) = start(&format!(
+        "client {{\n endpoint = \"{addr}\"\n tls {{\n  insecure = true\n }}\n}}\nretry_on_failure {{\n initial_interval = \"10ms\"\n max_interval = \"20ms\"\n}}\nqueue_config {{\n senders = 1\n}}\n"
+    ));
+    let (raw, _) = fixture("goapp-mutex-2.pb.gz");
+    for (i, want) in [1, 3, 4].into_iter().enumerate() {
+        receiver.append(vec![Profile::new(
+            vec![("service_name".into(), format!("svc-{i}"))],
+            raw.clone(),
+        )]);
+        assert!(
+            wait_until(|| capture.calls.lock().expect("lock").len() >= want).await,
+            "exporter sent {} calls",
+            capture.calls.lock().expect("lock").len()
+        );
+    }
+    let text = metrics.encode().expect("metrics");
+    let id = [("component_id", "otelcol.exporter.otlp.test")];
+    assert!(
+        wait_until(|| metric_value(
+            &metrics.encode().expect("metrics"),
+            "pyroscope_write_dropped_profiles_total",
+            &id
+        ) >= 2.0)
+        .await,
+        "{text}"
+    );
+    // Give a wrongly scheduled retry the time to show up before counting.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let calls = std::mem::take(&mut *capture.calls.lock().expect("lock"));
+    assert_eq!(calls.len(), 4, "one retry (profile 2), no more");
+    let gap = calls[2].at - calls[1].at;
+    eprintln!("retry after {gap:?} (RetryInfo {delay:?}, backoff 10-20ms)");
+    assert!(
+        gap >= delay,
+        "the retry came {gap:?} after, before {delay:?}"
+    );
+    let text = metrics.encode().expect("metrics");
+    assert_eq!(
+        metric_value(&text, "pyroscope_write_dropped_profiles_total", &id),
+        2.0,
+        "{text}"
     );
     shutdown.cancel();
 }

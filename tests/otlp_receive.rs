@@ -167,6 +167,18 @@ fn frame(message: &[u8], compressed: bool) -> Vec<u8> {
 /// One unary gRPC call: (grpc-status, grpc-message), from the trailers or a trailers-only
 /// answer.
 async fn grpc_call(addr: &str, body: Vec<u8>, headers: &[(&str, &str)]) -> (String, String) {
+    let h = grpc_answer(addr, body, headers).await;
+    let get = |name: &str| {
+        h.get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    (get("grpc-status"), get("grpc-message"))
+}
+
+/// One unary gRPC call: the answer's headers and trailers in one map.
+async fn grpc_answer(addr: &str, body: Vec<u8>, headers: &[(&str, &str)]) -> http::HeaderMap {
     let client = reqwest::Client::builder()
         .http2_prior_knowledge()
         .build()
@@ -185,24 +197,21 @@ async fn grpc_call(addr: &str, body: Vec<u8>, headers: &[(&str, &str)]) -> (Stri
     let resp: http::Response<reqwest::Body> = resp.into();
     let headers = resp.headers().clone();
     let collected = resp.into_body().collect().await.expect("body");
-    let trailers = collected.trailers().cloned().unwrap_or_default();
-    let get = |name: &str| {
-        trailers
-            .get(name)
-            .or(headers.get(name))
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned()
-    };
-    (get("grpc-status"), get("grpc-message"))
+    let mut all = headers;
+    all.extend(collected.trailers().cloned().unwrap_or_default());
+    all
 }
 
 async fn http_post(url: &str, body: Vec<u8>, headers: &[(&str, &str)]) -> u16 {
+    http_answer(url, body, headers).await.status().as_u16()
+}
+
+async fn http_answer(url: &str, body: Vec<u8>, headers: &[(&str, &str)]) -> reqwest::Response {
     let mut req = reqwest::Client::new().post(url).body(body);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    req.send().await.expect("post").status().as_u16()
+    req.send().await.expect("post")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -292,13 +301,44 @@ pyroscope.store "local" {{
     let (status, message) = grpc_call(&grpc_addr, frame(b"\xff\xff", false), &[]).await;
     assert_eq!(status, "3", "INVALID_ARGUMENT: {message}");
     assert!(message.contains("protobuf"), "{message}");
-    let (status, _) = grpc_call(
+    let answer = grpc_answer(
         &grpc_addr,
         frame(&grpc_req, true),
         &[("grpc-encoding", "snappy")],
     )
     .await;
-    assert_eq!(status, "12", "UNIMPLEMENTED");
+    assert_eq!(answer["grpc-status"], "12", "UNIMPLEMENTED");
+    assert_eq!(answer["grpc-accept-encoding"], "gzip", "what we decode");
+    // Flagged compressed but not gzip: refused, not read as it is.
+    let (status, message) = grpc_call(
+        &grpc_addr,
+        frame(&grpc_req, true),
+        &[("grpc-encoding", "gzip")],
+    )
+    .await;
+    assert_eq!(status, "3", "INVALID_ARGUMENT: {message}");
+    assert!(message.contains("not gzip"), "{message}");
+    // Not gRPC at all: plain HTTP answers (gRPC over HTTP/2's rules).
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("client");
+    let resp = h2
+        .post(format!("http://{grpc_addr}{EXPORT}"))
+        .header("content-type", "application/grpc+json")
+        .body(frame(&grpc_req, false))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(resp.status().as_u16(), 415);
+    let resp = reqwest::Client::new()
+        .post(format!("http://{grpc_addr}{EXPORT}"))
+        .header("content-type", "application/grpc")
+        .body(frame(&grpc_req, false))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(resp.status().as_u16(), 505, "HTTP/1.1 is not gRPC");
     let big = vec![0u8; 2 << 20];
     let ct = [("content-type", "application/x-protobuf")];
     assert_eq!(http_post(&http_url, big, &ct).await, 413);
@@ -314,10 +354,10 @@ pyroscope.store "local" {{
     assert_eq!(http_post(&http_url, b"\x0a\xff".to_vec(), &ct).await, 400);
     let info = scraper.component("otelcol.receiver.otlp.in").await;
     assert_eq!(info["health"]["state"], "unhealthy", "{info}");
-    assert_eq!(info["debugInfo"]["requests_rejected"], 5, "{info}");
+    assert_eq!(info["debugInfo"]["requests_rejected"], 8, "{info}");
     let metrics = scraper.metrics().await;
     assert!(
-        metrics.contains("otelcol_receiver_otlp_requests_total{component_id=\"otelcol.receiver.otlp.in\",component_path=\"/\",transport=\"grpc\",status=\"INVALID_ARGUMENT\"} 1"),
+        metrics.contains("otelcol_receiver_otlp_requests_total{component_id=\"otelcol.receiver.otlp.in\",component_path=\"/\",transport=\"grpc\",status=\"INVALID_ARGUMENT\"} 2"),
         "{metrics}"
     );
     assert!(
@@ -383,7 +423,7 @@ pyroscope.debug "out" {{ }}
     .await;
     // 10 MiB uncompressed takes ~80 MiB to convert: more than the whole budget.
     let zeros = scraper::pprof::gzip(&vec![0u8; 10 << 20], 9);
-    let status = http_post(
+    let resp = http_answer(
         &format!("http://127.0.0.1:{http_port}/v1development/profiles"),
         zeros.clone(),
         &[
@@ -392,15 +432,24 @@ pyroscope.debug "out" {{ }}
         ],
     )
     .await;
-    assert_eq!(status, 429, "{}", scraper.logs());
-    let (status, message) = grpc_call(
+    assert_eq!(resp.status().as_u16(), 429, "{}", scraper.logs());
+    assert_eq!(resp.headers()["retry-after"], "1", "when to retry");
+    let answer = grpc_answer(
         &format!("127.0.0.1:{grpc_port}"),
         frame(&zeros, true),
         &[("grpc-encoding", "gzip")],
     )
     .await;
-    assert_eq!(status, "8", "RESOURCE_EXHAUSTED: {message}");
+    let message = answer["grpc-message"].to_str().expect("text");
+    assert_eq!(answer["grpc-status"], "8", "RESOURCE_EXHAUSTED: {message}");
     assert!(message.contains("memory budget"), "{message}");
+    // With a RetryInfo, without which OTLP exporters do not retry RESOURCE_EXHAUSTED.
+    let details = answer["grpc-status-details-bin"].to_str().expect("base64");
+    assert_eq!(
+        scraper::protocols::otlp::grpc::retry_delay(details),
+        Some(Duration::from_secs(1)),
+        "{details}"
+    );
     let metrics = scraper.metrics().await;
     assert!(
         metrics.contains("transport=\"http\",status=\"429\"} 1"),
@@ -483,4 +532,110 @@ async fn a_reload_moves_the_servers_and_a_port_in_use_keeps_the_old_ones() {
         info.to_string().contains("listen on 127.0.0.1:"),
         "the failed update is reported: {info}"
     );
+}
+
+/// A request whose dictionary shares one long stack among many samples: small on the wire,
+/// terabytes once every pprof sample holds its own copy of the stack.
+fn expanding_request(frames: usize, samples: usize, values: &[i64]) -> Vec<u8> {
+    use prost::Message as _;
+    use scraper::protocols::otlp::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
+    use scraper::protocols::otlp::proto::profiles::v1development as otlp;
+    let dictionary = otlp::ProfilesDictionary {
+        string_table: vec!["".into(), "alloc_space".into(), "bytes".into(), "f".into()],
+        function_table: vec![
+            otlp::Function::default(),
+            otlp::Function {
+                name_strindex: 3,
+                ..otlp::Function::default()
+            },
+        ],
+        location_table: vec![
+            otlp::Location::default(),
+            otlp::Location {
+                lines: vec![otlp::Line {
+                    function_index: 1,
+                    ..otlp::Line::default()
+                }],
+                ..otlp::Location::default()
+            },
+        ],
+        stack_table: vec![
+            otlp::Stack::default(),
+            otlp::Stack {
+                location_indices: vec![1; frames],
+            },
+        ],
+        attribute_table: vec![otlp::KeyValueAndUnit::default()],
+        ..otlp::ProfilesDictionary::default()
+    };
+    let sample = otlp::Sample {
+        stack_index: 1,
+        values: values.to_vec(),
+        ..otlp::Sample::default()
+    };
+    ExportProfilesServiceRequest {
+        resource_profiles: vec![otlp::ResourceProfiles {
+            scope_profiles: vec![otlp::ScopeProfiles {
+                profiles: vec![otlp::Profile {
+                    sample_type: Some(otlp::ValueType {
+                        type_strindex: 1,
+                        unit_strindex: 2,
+                    }),
+                    samples: vec![sample; samples],
+                    ..otlp::Profile::default()
+                }],
+                ..otlp::ScopeProfiles::default()
+            }],
+            ..otlp::ResourceProfiles::default()
+        }],
+        dictionary: Some(dictionary),
+    }
+    .encode_to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_expanding_past_the_limit_or_overflowing_are_refused_for_good() {
+    // 20k frames shared by 50k samples: ~300 KB on the wire, ~16 GB as pprof samples.
+    let huge = expanding_request(20_000, 50_000, &[1]);
+    assert!(huge.len() < 1 << 20, "{}", huge.len());
+    let overflow = expanding_request(2, 1, &[i64::MAX, 1]);
+    let (grpc_port, http_port) = (free_port(), free_port());
+    let scraper = Scraper::start(|_| {
+        format!(
+            r#"
+otelcol.receiver.otlp "in" {{
+  grpc {{
+    endpoint = "127.0.0.1:{grpc_port}"
+  }}
+  http {{
+    endpoint = "127.0.0.1:{http_port}"
+  }}
+  output {{
+    profiles = [pyroscope.debug.out.receiver]
+  }}
+}}
+
+pyroscope.debug "out" {{ }}
+"#
+        )
+    })
+    .await;
+    let grpc_addr = format!("127.0.0.1:{grpc_port}");
+    let answer = grpc_answer(&grpc_addr, frame(&huge, false), &[]).await;
+    let message = answer["grpc-message"].to_str().expect("text");
+    assert_eq!(answer["grpc-status"], "8", "RESOURCE_EXHAUSTED: {message}");
+    assert!(message.contains("expand to"), "{message}");
+    assert!(
+        answer.get("grpc-status-details-bin").is_none(),
+        "no RetryInfo: a retry would be refused again"
+    );
+    let url = format!("http://127.0.0.1:{http_port}/v1development/profiles");
+    let ct = [("content-type", "application/x-protobuf")];
+    assert_eq!(http_post(&url, huge, &ct).await, 413, "{}", scraper.logs());
+    let (status, message) = grpc_call(&grpc_addr, frame(&overflow, false), &[]).await;
+    assert_eq!(status, "3", "INVALID_ARGUMENT: {message}");
+    assert!(message.contains("overflow"), "{message}");
+    assert_eq!(http_post(&url, overflow, &ct).await, 400);
+    let info = scraper.component("otelcol.receiver.otlp.in").await;
+    assert_eq!(info["debugInfo"]["requests_rejected"], 4, "{info}");
 }

@@ -384,6 +384,8 @@ impl Endpoint {
                 Some(_) => delay.min(PROBE_INTERVAL.mul_f64(0.5 + random_unit())),
                 None => delay,
             };
+            // The server's own RetryInfo is a floor: retrying sooner would be refused again.
+            let delay = err.retry_after.map_or(delay, |d| delay.max(d));
             emit(PushRetrying {
                 metrics: &self.metrics,
                 endpoint: &s.url,
@@ -477,6 +479,7 @@ impl Endpoint {
                 message: e.to_string(),
                 status: None,
                 from_body: false,
+                retry_after: None,
             })?;
         match s.protocol {
             Protocol::Connect => {

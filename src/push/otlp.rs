@@ -41,6 +41,7 @@ pub fn classify_otlp_response(
         message: text,
         status: Some(status),
         from_body: false,
+        retry_after: None,
     })
 }
 
@@ -65,10 +66,15 @@ pub fn grpc_headers(headers: &mut HeaderMap, gzip: bool, timeout: Duration) {
     }
 }
 
-/// A gRPC status as a push error: OTLP's retryable statuses as `unavailable` (retried, the
-/// profile kept until it is too old), every other one as a code the senders never retry.
-pub fn grpc_error(status: Status, message: &str) -> PushError {
-    let code = if status.retryable() {
+/// A gRPC status as a push error, as the Collector's OTLP exporter decides (`shouldRetry`):
+/// OTLP's retryable statuses, and RESOURCE_EXHAUSTED when the server sent a `RetryInfo`
+/// (`retry_delay`, the floor of the wait), as `unavailable` (retried, the profile kept until
+/// it is too old); every other one, RESOURCE_EXHAUSTED without `RetryInfo` included, as a
+/// code the senders never retry.
+pub fn grpc_error(status: Status, message: &str, retry_delay: Option<Duration>) -> PushError {
+    let retry =
+        status.retryable() || (status == Status::ResourceExhausted && retry_delay.is_some());
+    let code = if retry {
         Code::Unavailable
     } else {
         match status {
@@ -85,6 +91,7 @@ pub fn grpc_error(status: Status, message: &str) -> PushError {
         message: format!("gRPC status {status:?}: {message}"),
         status: Some(200),
         from_body: true,
+        retry_after: if retry { retry_delay } else { None },
     }
 }
 
@@ -110,6 +117,24 @@ pub async fn classify_grpc_response(
             message: format!("HTTP {http_status} instead of a gRPC answer"),
             status: Some(http_status),
             from_body: false,
+            retry_after: None,
+        });
+    }
+    // gRPC over HTTP/2: an answer of another content type is not a gRPC server's (a proxy's
+    // page, say): UNKNOWN in gRPC's terms, and not retried.
+    let content_type = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    if !content_type.starts_with(grpc::CONTENT_TYPE) {
+        return Err(PushError {
+            code: Code::FailedPrecondition,
+            message: format!("answer of content-type {content_type:?} is not gRPC"),
+            status: Some(http_status),
+            from_body: false,
+            retry_after: None,
         });
     }
     let resp: http::Response<reqwest::Body> = resp.into();
@@ -137,18 +162,22 @@ pub async fn classify_grpc_response(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
+    // A stream cut short fails above as a transport error; one that ends cleanly without a
+    // status breaks the protocol (INTERNAL in gRPC's terms), which a retry would not mend.
     let Some(code) = field("grpc-status") else {
         return Err(PushError {
-            code: Code::Unavailable,
-            message: "the answer carried no grpc-status (the stream was cut?)".into(),
+            code: Code::FailedPrecondition,
+            message: "the gRPC answer ended without a grpc-status".into(),
             status: Some(200),
             from_body: false,
+            retry_after: None,
         });
     };
     let status = Status::from_code(code.trim().parse().unwrap_or(2));
     if status != Status::Ok {
         let message = grpc::decode_message(&field("grpc-message").unwrap_or_default());
-        return Err(grpc_error(status, &message));
+        let delay = field(grpc::STATUS_DETAILS_HEADER).and_then(|d| grpc::retry_delay(&d));
+        return Err(grpc_error(status, &message, delay));
     }
     let message = grpc::unframe(&bytes::Bytes::from(data), limit as u64)
         .ok()
@@ -217,8 +246,33 @@ mod tests {
                 Disposition::Drop
             };
             assert_eq!(
-                grpc_error(status, "x").disposition(false),
+                grpc_error(status, "x", None).disposition(false),
                 want,
+                "{status:?}"
+            );
+        }
+        // RESOURCE_EXHAUSTED is retried only with a RetryInfo, and waits at least its delay.
+        let delay = Some(Duration::from_secs(7));
+        for (status, retry_delay, want, after) in [
+            (Status::ResourceExhausted, None, Disposition::Drop, None),
+            (
+                Status::ResourceExhausted,
+                delay,
+                Disposition::RetryUnavailable,
+                delay,
+            ),
+            (
+                Status::Unavailable,
+                delay,
+                Disposition::RetryUnavailable,
+                delay,
+            ),
+            (Status::InvalidArgument, delay, Disposition::Drop, None),
+        ] {
+            let e = grpc_error(status, "x", retry_delay);
+            assert_eq!(
+                (e.disposition(false), e.retry_after),
+                (want, after),
                 "{status:?}"
             );
         }

@@ -427,6 +427,7 @@ mod tests {
             message: "down".into(),
             status: Some(503),
             from_body: false,
+            retry_after: None,
         }
     }
 
@@ -473,6 +474,7 @@ mod tests {
             message: "404 page not found".into(),
             status: Some(status),
             from_body: false,
+            retry_after: None,
         };
         let rejected = |status| DropNote {
             key: DropKey::error(Reason::Rejected, &err(status)),

@@ -41,9 +41,10 @@
 //! Sending is `crate::push`'s (protocol `OtlpGrpc`), the engine `pyroscope.write` and
 //! `otelcol.exporter.otlphttp_profiles` use: a bounded queue that never stalls producers, the
 //! memory budget, per-endpoint health, drops counted in `pyroscope_write_dropped_*` and logged.
-//! Each profile becomes one export request (`protocols::otlp::convert`). Retried: OTLP/gRPC's
-//! retryable statuses (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ...) and transport
-//! failures; other statuses drop the profile.
+//! Each profile becomes one export request (`protocols::otlp::convert`). Retried as the
+//! Collector's exporter decides (`push::otlp::grpc_error`): OTLP/gRPC's retryable statuses
+//! (UNAVAILABLE, DEADLINE_EXCEEDED, ...), RESOURCE_EXHAUSTED only with a `RetryInfo` (waiting
+//! at least its delay), and transport failures; other statuses drop the profile.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

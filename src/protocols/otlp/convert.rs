@@ -59,6 +59,10 @@ pub enum ConvertError {
     NoSampleType,
     #[error("OTLP sample has {got} values and {timestamps} timestamps")]
     SampleShape { got: usize, timestamps: usize },
+    #[error("OTLP sample values overflow a 64-bit sum")]
+    ValueOverflow,
+    #[error("OTLP sample has neither values nor timestamps (a sample value is required)")]
+    NoValue,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -539,6 +543,9 @@ struct Rebuild<'a> {
     functions: HashMap<i32, u64>,
     mappings: HashMap<i32, u64>,
     locations: HashMap<i32, u64>,
+    /// Each attribute resolved once: a large attribute shared by many samples is copied into
+    /// the string table once, not once per sample (as Pyroscope's `addstr` does).
+    labels: HashMap<i32, Option<pprof::Label>>,
 }
 
 impl<'a> Rebuild<'a> {
@@ -553,6 +560,7 @@ impl<'a> Rebuild<'a> {
             functions: HashMap::new(),
             mappings: HashMap::new(),
             locations: HashMap::new(),
+            labels: HashMap::new(),
         };
         r.strings.insert(0, 0);
         r
@@ -668,6 +676,15 @@ impl<'a> Rebuild<'a> {
     }
 
     fn label(&mut self, a: i32) -> Result<Option<pprof::Label>, ConvertError> {
+        if let Some(l) = self.labels.get(&a) {
+            return Ok(*l);
+        }
+        let l = self.resolve_label(a)?;
+        self.labels.insert(a, l);
+        Ok(l)
+    }
+
+    fn resolve_label(&mut self, a: i32) -> Result<Option<pprof::Label>, ConvertError> {
         let kv = get("attribute_table", &self.dict.attribute_table, i64::from(a))?;
         let key = self.string(kv.key_strindex)?;
         if let Some(text) = self.attribute_text(kv)? {
@@ -716,6 +733,40 @@ fn resource_labels(resource: Option<&Resource>) -> Vec<Label> {
         .collect();
     labels.sort();
     labels
+}
+
+/// The sum of outside values, refused rather than wrapped (or a panic in debug builds).
+fn checked_sum(values: &[i64]) -> Result<i64, ConvertError> {
+    values
+        .iter()
+        .try_fold(0i64, |acc, &v| acc.checked_add(v))
+        .ok_or(ConvertError::ValueOverflow)
+}
+
+/// Bytes the pprof samples built from `samples` take, before any is built: a location id per
+/// frame of each sample's stack and a label per attribute, each sample holding its own copy
+/// (the OTLP dictionary shares a stack among samples, pprof does not). Out-of-range indices
+/// count as nothing here (the conversion reports them). Saturates.
+pub fn output_bytes<'a>(
+    dict: &otlp::ProfilesDictionary,
+    samples: impl IntoIterator<Item = &'a otlp::Sample>,
+) -> u64 {
+    const SAMPLE: u64 = 96;
+    const LOCATION_ID: u64 = 8;
+    const LABEL: u64 = 32;
+    let mut total: u64 = 0;
+    for s in samples {
+        let frames = usize::try_from(s.stack_index)
+            .ok()
+            .and_then(|i| dict.stack_table.get(i))
+            .map_or(0, |st| st.location_indices.len() as u64);
+        let labels = s.attribute_indices.len() as u64;
+        total = total
+            .saturating_add(SAMPLE)
+            .saturating_add(frames.saturating_mul(LOCATION_ID))
+            .saturating_add(labels.saturating_mul(LABEL));
+    }
+    total
 }
 
 /// Every profile of the request as a single-type pprof.
@@ -774,11 +825,17 @@ pub fn samples_to_pprof(
     for s in samples.iter().copied() {
         // Values only, or one value per timestamp; timestamps alone count one each.
         let value: i64 = match (s.values.len(), s.timestamps_unix_nano.len()) {
-            (_, 0) => s.values.iter().sum(),
-            (0, n) => n as i64,
-            (v, t) if v == t => s.values.iter().sum(),
+            (0, 0) => return Err(ConvertError::NoValue),
+            (_, 0) => checked_sum(&s.values)?,
+            (0, n) => i64::try_from(n).unwrap_or(i64::MAX),
+            (v, t) if v == t => checked_sum(&s.values)?,
             (got, timestamps) => return Err(ConvertError::SampleShape { got, timestamps }),
         };
+        // Links are not carried over, but a reference out of the table is a broken request.
+        // (0 is "no link", valid even when the table is empty.)
+        if s.link_index != 0 {
+            get("link_table", &dict.link_table, i64::from(s.link_index))?;
+        }
         let stack = get("stack_table", &dict.stack_table, i64::from(s.stack_index))?;
         let mut location_id = Vec::with_capacity(stack.location_indices.len());
         for &l in &stack.location_indices {

@@ -67,14 +67,15 @@ impl Status {
         }
     }
 
-    /// Whether an OTLP exporter retries a failure with this status (OTLP specification,
-    /// "OTLP/gRPC Throttling" and "Failures": the retryable codes).
+    /// Whether an OTLP exporter retries a failure with this status whatever its details
+    /// (OTLP specification, "Failures": the retryable codes). RESOURCE_EXHAUSTED is not among
+    /// them: it is retried only when the status carries a `RetryInfo` ("OTLP/gRPC
+    /// Throttling"; the Collector's `shouldRetry`), see [`retry_delay`].
     pub fn retryable(self) -> bool {
         matches!(
             self,
             Status::Cancelled
                 | Status::DeadlineExceeded
-                | Status::ResourceExhausted
                 | Status::Aborted
                 | Status::OutOfRange
                 | Status::Unavailable
@@ -137,6 +138,93 @@ pub fn unframe(body: &Bytes, limit: u64) -> Result<(bool, Bytes), FrameError> {
         return Err(FrameError::Trailing);
     }
     Ok((compressed, body.slice(5..end)))
+}
+
+/// `google.rpc.Status`: the body of an OTLP/HTTP error and, base64-encoded, gRPC's
+/// `grpc-status-details-bin` trailer.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    pub code: i32,
+    #[prost(string, tag = "2")]
+    pub message: String,
+    #[prost(message, repeated, tag = "3")]
+    pub details: Vec<ProtoAny>,
+}
+
+/// `google.protobuf.Any`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProtoAny {
+    #[prost(string, tag = "1")]
+    pub type_url: String,
+    #[prost(bytes = "vec", tag = "2")]
+    pub value: Vec<u8>,
+}
+
+/// `google.rpc.RetryInfo`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RetryInfo {
+    #[prost(message, optional, tag = "1")]
+    pub retry_delay: Option<ProtoDuration>,
+}
+
+/// `google.protobuf.Duration`.
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub struct ProtoDuration {
+    #[prost(int64, tag = "1")]
+    pub seconds: i64,
+    #[prost(int32, tag = "2")]
+    pub nanos: i32,
+}
+
+/// The `type_url` of a `RetryInfo` detail.
+pub const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
+/// The trailer carrying a binary `google.rpc.Status`.
+pub const STATUS_DETAILS_HEADER: &str = "grpc-status-details-bin";
+
+/// `grpc-status-details-bin` for `status` with a `RetryInfo` asking the client to wait
+/// `delay`: without it the Collector's (and Alloy's) OTLP exporter does not retry
+/// RESOURCE_EXHAUSTED (`shouldRetry` in exporterhelper's gRPC error handling).
+pub fn retry_details(status: Status, message: &str, delay: std::time::Duration) -> String {
+    use base64::Engine as _;
+    use prost::Message as _;
+    let info = RetryInfo {
+        retry_delay: Some(ProtoDuration {
+            seconds: i64::try_from(delay.as_secs()).unwrap_or(i64::MAX),
+            nanos: i32::try_from(delay.subsec_nanos()).unwrap_or(0),
+        }),
+    };
+    let status = RpcStatus {
+        code: i32::from(status.code()),
+        message: message.to_owned(),
+        details: vec![ProtoAny {
+            type_url: RETRY_INFO_TYPE.to_owned(),
+            value: info.encode_to_vec(),
+        }],
+    };
+    // Binary headers are base64; gRPC sends them unpadded and accepts either.
+    base64::engine::general_purpose::STANDARD_NO_PAD.encode(status.encode_to_vec())
+}
+
+/// The `RetryInfo` delay in a `grpc-status-details-bin` value, if it carries one (padded or
+/// unpadded base64; anything malformed is `None`). A negative delay counts as zero.
+pub fn retry_delay(details: &str) -> Option<std::time::Duration> {
+    use base64::Engine as _;
+    use prost::Message as _;
+    let text = details.trim().trim_end_matches('=');
+    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(text)
+        .ok()?;
+    let status = RpcStatus::decode(bytes.as_slice()).ok()?;
+    let detail = status
+        .details
+        .iter()
+        .find(|d| d.type_url == RETRY_INFO_TYPE)?;
+    let info = RetryInfo::decode(detail.value.as_slice()).ok()?;
+    let d = info.retry_delay.unwrap_or_default();
+    let secs = u64::try_from(d.seconds).unwrap_or(0);
+    let nanos = u32::try_from(d.nanos).unwrap_or(0).min(999_999_999);
+    Some(std::time::Duration::new(secs, nanos))
 }
 
 /// `grpc-message` encoding: percent-encoding of bytes outside printable ASCII and of `%`.
@@ -230,6 +318,58 @@ mod tests {
     }
 
     #[test]
+    fn retry_info_round_trips_and_bad_details_are_ignored() {
+        use std::time::Duration;
+        for delay in [
+            Duration::ZERO,
+            Duration::from_millis(1500),
+            Duration::from_secs(30),
+        ] {
+            let v = retry_details(Status::ResourceExhausted, "full", delay);
+            assert_eq!(retry_delay(&v), Some(delay));
+            assert_eq!(retry_delay(&format!("{v}==")), Some(delay), "padded");
+        }
+        use base64::Engine as _;
+        use prost::Message as _;
+        let b64 =
+            |s: RpcStatus| base64::engine::general_purpose::STANDARD.encode(s.encode_to_vec());
+        let no_detail = RpcStatus {
+            code: 8,
+            message: "x".into(),
+            details: vec![],
+        };
+        let other_detail = RpcStatus {
+            details: vec![ProtoAny {
+                type_url: "type.googleapis.com/google.rpc.ErrorInfo".into(),
+                value: vec![],
+            }],
+            ..no_detail.clone()
+        };
+        let negative = RpcStatus {
+            details: vec![ProtoAny {
+                type_url: RETRY_INFO_TYPE.into(),
+                value: RetryInfo {
+                    retry_delay: Some(ProtoDuration {
+                        seconds: -5,
+                        nanos: -1,
+                    }),
+                }
+                .encode_to_vec(),
+            }],
+            ..no_detail.clone()
+        };
+        for (details, want) in [
+            (b64(no_detail), None),
+            (b64(other_detail), None),
+            (b64(negative), Some(Duration::ZERO)),
+            ("!!not base64".to_owned(), None),
+            ("AAAA".to_owned(), None),
+        ] {
+            assert_eq!(retry_delay(&details), want, "{details}");
+        }
+    }
+
+    #[test]
     fn status_codes() {
         for code in 0..20u32 {
             let s = Status::from_code(code);
@@ -238,7 +378,10 @@ mod tests {
             }
         }
         assert!(Status::Unavailable.retryable());
-        assert!(Status::ResourceExhausted.retryable());
+        assert!(
+            !Status::ResourceExhausted.retryable(),
+            "only with RetryInfo"
+        );
         assert!(!Status::InvalidArgument.retryable());
         assert!(!Status::Unauthenticated.retryable());
     }

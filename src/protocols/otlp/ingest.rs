@@ -21,9 +21,9 @@
 //! Not carried over (as in Pyroscope, or not yet): trace links (`span_id`/`trace_id` labels),
 //! `[kernel]` mapping names and the mappings' `has_*` flags.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use super::convert::{ConvertError, SERVICE_NAME_ATTRIBUTE, samples_to_pprof};
+use super::convert::{ConvertError, SERVICE_NAME_ATTRIBUTE, output_bytes, samples_to_pprof};
 use super::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
 use super::proto::common::v1::{KeyValue, any_value};
 use super::proto::profiles::v1development as otlp;
@@ -89,8 +89,9 @@ fn resource_service_name(attrs: &[KeyValue]) -> String {
 }
 
 /// The value of a sample's `service.name` attribute, or "" (an unresolvable index counts as
-/// absent here; the conversion reports it).
-fn sample_service(s: &otlp::Sample, dict: &otlp::ProfilesDictionary) -> String {
+/// absent here; the conversion reports it). Borrowed from the request: a long name shared by
+/// many samples is not copied per sample.
+fn sample_service<'d>(s: &otlp::Sample, dict: &'d otlp::ProfilesDictionary) -> &'d str {
     for &a in &s.attribute_indices {
         let Some(kv) = usize::try_from(a)
             .ok()
@@ -105,16 +106,30 @@ fn sample_service(s: &otlp::Sample, dict: &otlp::ProfilesDictionary) -> String {
             continue;
         }
         return match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-            Some(any_value::Value::StringValue(s)) => s.clone(),
+            Some(any_value::Value::StringValue(s)) => s,
             Some(any_value::Value::StringValueStrindex(i)) => usize::try_from(*i)
                 .ok()
                 .and_then(|i| dict.string_table.get(i))
-                .cloned()
-                .unwrap_or_default(),
-            _ => String::new(),
+                .map_or("", String::as_str),
+            _ => "",
         };
     }
-    String::new()
+    ""
+}
+
+/// Bytes the pprof samples of the whole request take once converted (see
+/// [`output_bytes`]): a caller reserves or refuses this before calling [`ingest`].
+pub fn request_output_bytes(req: &ExportProfilesServiceRequest) -> u64 {
+    let Some(dict) = req.dictionary.as_ref() else {
+        return 0;
+    };
+    let samples = req
+        .resource_profiles
+        .iter()
+        .flat_map(|rp| &rp.scope_profiles)
+        .flat_map(|sp| &sp.profiles)
+        .flat_map(|p| &p.samples);
+    output_bytes(dict, samples)
 }
 
 fn text(p: &pprof::Profile, i: i64) -> &str {
@@ -164,14 +179,18 @@ fn name_and_normalise(p: &mut pprof::Profile) -> String {
 }
 
 /// Appends the non-empty string attributes whose key is not `seen` yet.
-fn append_attributes(labels: &mut Vec<Label>, attrs: &[KeyValue], seen: &mut Vec<String>) {
+fn append_attributes<'a>(
+    labels: &mut Vec<Label>,
+    attrs: &'a [KeyValue],
+    seen: &mut HashSet<&'a str>,
+) {
     for kv in attrs {
-        if seen.contains(&kv.key) {
+        if seen.contains(kv.key.as_str()) {
             continue;
         }
         if let Some(v) = string_value(kv) {
             labels.push((kv.key.clone(), v.to_owned()));
-            seen.push(kv.key.clone());
+            seen.insert(kv.key.as_str());
         }
     }
 }
@@ -197,12 +216,12 @@ pub fn ingest(
                     source,
                 };
                 // Groups in order of first appearance, so the output is deterministic.
-                let mut order: Vec<String> = Vec::new();
-                let mut groups: HashMap<String, Vec<&otlp::Sample>> = HashMap::new();
+                let mut order: Vec<&str> = Vec::new();
+                let mut groups: HashMap<&str, Vec<&otlp::Sample>> = HashMap::new();
                 for s in &prof.samples {
                     let svc = sample_service(s, dict);
                     groups
-                        .entry(svc.clone())
+                        .entry(svc)
                         .or_insert_with(|| {
                             order.push(svc);
                             Vec::new()
@@ -210,7 +229,7 @@ pub fn ingest(
                         .push(s);
                 }
                 for svc in order {
-                    let samples = groups.remove(&svc).unwrap_or_default();
+                    let samples = groups.remove(svc).unwrap_or_default();
                     let mut profile =
                         samples_to_pprof(dict, prof, &samples, &[SERVICE_NAME_ATTRIBUTE])
                             .map_err(fail)?;
@@ -226,13 +245,13 @@ pub fn ingest(
                         ("__otel__".into(), "true".into()),
                         ("__name__".into(), name),
                     ];
-                    let mut seen = vec!["__name__".to_owned(), "service_name".to_owned()];
+                    let mut seen: HashSet<&str> = HashSet::from(["__name__", "service_name"]);
                     append_attributes(&mut labels, resource_attrs, &mut seen);
                     append_attributes(&mut labels, scope_attrs, &mut seen);
                     let service = if svc.is_empty() {
                         resource_service.clone()
                     } else {
-                        svc
+                        svc.to_owned()
                     };
                     labels.push(("service_name".into(), service));
                     out.push(Ingested { labels, profile });

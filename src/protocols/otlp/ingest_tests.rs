@@ -236,3 +236,129 @@ fn bad_requests_are_refused() {
         "no samples, no profile"
     );
 }
+
+fn cpu(samples: Vec<otlp::Sample>) -> otlp::Profile {
+    otlp::Profile {
+        sample_type: Some(ValueType {
+            type_strindex: 9,
+            unit_strindex: 10,
+        }),
+        samples,
+        ..otlp::Profile::default()
+    }
+}
+
+#[test]
+fn an_attribute_shared_by_many_samples_is_copied_once() {
+    // A 1 MiB attribute value on 1000 samples: resolved once, so the pprof string table holds
+    // it once (not 1000 times, which for real sizes is the memory blow-up this guards against).
+    let big = "x".repeat(1 << 20);
+    let mut req = request(cpu(Vec::new()), vec![kv("service.name", "svc")]);
+    let dict = req.dictionary.as_mut().expect("dictionary");
+    dict.attribute_table.push(KeyValueAndUnit {
+        key_strindex: 8,
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(big.clone())),
+        }),
+        unit_strindex: 0,
+    });
+    let samples = (0..1000).map(|i| sample(1 + i % 2, &[4, 3], 1)).collect();
+    req.resource_profiles[0].scope_profiles[0].profiles[0].samples = samples;
+    let got = ingest(&req, 1).expect("ingests");
+    let p = &got[0].profile;
+    assert_eq!(p.sample.len(), 1000);
+    let copies = p.string_table.iter().filter(|s| **s == big).count();
+    assert_eq!(copies, 1, "the large value is in the string table once");
+    assert!(p.string_table.len() < 20, "{}", p.string_table.len());
+    for s in &p.sample {
+        assert_eq!(s.label.len(), 2);
+        assert_eq!(text(p, s.label[0].str), big);
+        assert_eq!(text(p, s.label[1].str), "t1");
+    }
+}
+
+#[test]
+fn output_size_is_measured_before_converting() {
+    // (samples as (stack, attributes), expected bytes): 96 per sample, 8 per frame, 32 per
+    // attribute; an out-of-range stack counts no frames (the conversion reports it).
+    type Samples<'a> = &'a [(i32, &'a [i32])];
+    let cases: [(Samples, u64); 4] = [
+        (&[], 0),
+        (&[(1, &[])], 96 + 2 * 8),
+        (&[(1, &[1, 3]), (2, &[])], 96 + 16 + 64 + 96 + 8),
+        (&[(99, &[1])], 96 + 32),
+    ];
+    for (case, (samples, want)) in cases.into_iter().enumerate() {
+        let samples = samples.iter().map(|(st, a)| sample(*st, a, 1)).collect();
+        let req = request(cpu(samples), Vec::new());
+        assert_eq!(request_output_bytes(&req), want, "case {case}");
+    }
+    // One shared stack of 500k frames on 500k samples: 2 TB of location ids, measured from
+    // the request's few megabytes without building any.
+    let mut req = request(cpu(Vec::new()), Vec::new());
+    let dict = req.dictionary.as_mut().expect("dictionary");
+    dict.stack_table.push(Stack {
+        location_indices: vec![1; 500_000],
+    });
+    let samples = vec![sample(3, &[], 1); 500_000];
+    req.resource_profiles[0].scope_profiles[0].profiles[0].samples = samples;
+    assert!(request_output_bytes(&req) > 2_000_000_000_000);
+}
+
+#[test]
+fn overflowing_sample_values_are_refused() {
+    let cases = [
+        (vec![i64::MAX, 1], true),
+        (vec![i64::MIN, -1], true),
+        (vec![i64::MAX, -1, 1], false),
+        (vec![i64::MAX], false),
+    ];
+    for (values, overflow) in cases {
+        let mut s = sample(1, &[], 0);
+        s.values = values.clone();
+        let got = ingest(&request(cpu(vec![s]), Vec::new()), 1);
+        match got {
+            Err(IngestError::Convert { source, .. }) => {
+                assert!(overflow, "{values:?}: {source}");
+                assert_eq!(source, ConvertError::ValueOverflow);
+            }
+            Ok(_) => assert!(!overflow, "{values:?} must be refused"),
+            Err(e) => panic!("{values:?}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn samples_without_values_or_with_bad_links_are_refused() {
+    let mut no_value = sample(1, &[], 0);
+    no_value.values.clear();
+    let mut timestamps_only = no_value.clone();
+    timestamps_only.timestamps_unix_nano = vec![1, 2];
+    let mut bad_link = sample(1, &[], 1);
+    bad_link.link_index = 1;
+    let mut no_link = sample(1, &[], 1);
+    no_link.link_index = 0;
+    let cases = [
+        (no_value, Some(ConvertError::NoValue)),
+        (timestamps_only, None),
+        (
+            bad_link,
+            Some(ConvertError::OtlpIndex {
+                table: "link_table",
+                index: 1,
+                len: 0,
+            }),
+        ),
+        (no_link, None),
+    ];
+    for (i, (s, want)) in cases.into_iter().enumerate() {
+        let got = ingest(&request(cpu(vec![s]), Vec::new()), 1);
+        match (got, want) {
+            (Ok(_), None) => {}
+            (Err(IngestError::Convert { source, .. }), Some(want)) => {
+                assert_eq!(source, want, "case {i}")
+            }
+            (got, want) => panic!("case {i}: {got:?}, want {want:?}"),
+        }
+    }
+}

@@ -184,6 +184,9 @@ pub struct PushError {
     pub status: Option<u16>,
     /// Whether the code came from a Connect error body (versus the HTTP status or transport).
     pub from_body: bool,
+    /// How long the server asked us to wait before retrying (gRPC `RetryInfo`), if it did:
+    /// the retry loop waits at least this long.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl fmt::Display for PushError {
@@ -255,6 +258,7 @@ pub fn classify_response(
             message: format!("invalid content-type: {ct:?}; expecting {CONTENT_TYPE_PROTO:?}"),
             status: Some(status),
             from_body: false,
+            retry_after: None,
         });
     }
     let text = || String::from_utf8_lossy(&body[..body.len().min(1024)]).into_owned();
@@ -263,6 +267,7 @@ pub fn classify_response(
         message,
         status: Some(status),
         from_body: false,
+        retry_after: None,
     };
     if ct != "application/json" && ct != "application/json; charset=utf-8" {
         return Err(fallback(text()));
@@ -285,6 +290,7 @@ pub fn classify_response(
                 message: parsed.message,
                 status: Some(status),
                 from_body: true,
+                retry_after: None,
             }),
             // connect-go fails to unmarshal an unknown code name and falls back.
             None => Err(fallback(text())),
@@ -312,6 +318,7 @@ pub fn transport_error(err: &reqwest::Error) -> PushError {
         message,
         status: None,
         from_body: false,
+        retry_after: None,
     }
 }
 
@@ -407,6 +414,7 @@ mod tests {
             message: String::new(),
             status: None,
             from_body: true,
+            retry_after: None,
         };
         use Disposition::*;
         for (code, with, without) in [

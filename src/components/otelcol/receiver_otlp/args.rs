@@ -10,7 +10,7 @@
 //!
 //! Accepted and not applied (warned about once at build): `output` `metrics`/`logs`/`traces`
 //! (only profiles are received here), `grpc` `keepalive`, `read_buffer_size`,
-//! `write_buffer_size`, `max_concurrent_streams`, `include_metadata`, `http` `cors`,
+//! `write_buffer_size`, `include_metadata`, `http` `cors`,
 //! `include_metadata`, `compression_algorithms`, `keep_alives_enabled`, the `*_url_path` of
 //! other signals, and `debug_metrics`. Refused: `tls` (terminate TLS in front), `auth` (no
 //! `otelcol.auth.*` components here) and transports other than `tcp`.
@@ -32,6 +32,10 @@ pub const DEFAULT_MAX_REQUEST_BODY_SIZE: u64 = 20 << 20;
 /// The Collector's `read_header_timeout`, used as the time allowed to read a whole request
 /// when `read_timeout` is not set (a client must not hold a body's memory forever).
 pub const DEFAULT_READ_TIMEOUT: StdDuration = StdDuration::from_secs(60);
+/// HTTP/2 streams one connection may have open (`grpc` `max_concurrent_streams`; grpc-go has
+/// no limit by default, we bound what one client can make us hold). Also applied to HTTP/2
+/// connections on the OTLP/HTTP port.
+pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 100;
 
 /// One server's validated settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +48,8 @@ pub struct ServerConfig {
     pub path: String,
     /// Time allowed to read one request's body.
     pub read_timeout: StdDuration,
+    /// HTTP/2 streams open at once per connection.
+    pub max_concurrent_streams: u32,
 }
 
 impl ServerConfig {
@@ -279,10 +285,6 @@ impl GrpcBlock {
             (self.read_buffer_size.is_some(), "grpc > read_buffer_size"),
             (self.write_buffer_size.is_some(), "grpc > write_buffer_size"),
             (
-                self.max_concurrent_streams.is_some(),
-                "grpc > max_concurrent_streams",
-            ),
-            (
                 self.include_metadata == Some(true),
                 "grpc > include_metadata",
             ),
@@ -296,6 +298,10 @@ impl GrpcBlock {
             max_size,
             path: String::new(),
             read_timeout: DEFAULT_READ_TIMEOUT,
+            max_concurrent_streams: self
+                .max_concurrent_streams
+                .filter(|&n| n > 0)
+                .unwrap_or(DEFAULT_MAX_CONCURRENT_STREAMS),
         })
     }
 }
@@ -362,6 +368,7 @@ impl HttpBlock {
             max_size,
             path,
             read_timeout,
+            max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
         })
     }
 }

@@ -25,6 +25,7 @@ fn empty_blocks_serve_on_alloys_default_endpoints() {
     let grpc = a.grpc.expect("grpc");
     assert_eq!(grpc.endpoint, "0.0.0.0:4317");
     assert_eq!(grpc.max_size, 4 << 20);
+    assert_eq!(grpc.max_concurrent_streams, DEFAULT_MAX_CONCURRENT_STREAMS);
     let http = a.http.expect("http");
     assert_eq!(http.endpoint, "0.0.0.0:4318");
     assert_eq!(http.path, "/v1development/profiles");

@@ -4,10 +4,27 @@
 //! too low, a memory budget too small), so it is a warning, not a debug line.
 
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::server::Shared;
 use crate::budget::{Priority, Use};
 use crate::runtime::event::InternalEvent;
+
+/// At most one refusal warning per this interval and component; the ones in between are
+/// debug lines, counted in the next warning (a client retrying a bad request in a loop must
+/// not flood the log). Metrics and health see every one.
+pub(super) const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Whether a refusal at `now` gets a warning, given when the last one did (updated).
+fn log_now(last: &mut Option<Instant>, now: Instant, every: Duration) -> bool {
+    match *last {
+        Some(t) if now.saturating_duration_since(t) < every => false,
+        _ => {
+            *last = Some(now);
+            true
+        }
+    }
+}
 
 /// A request answered with an error (`status`: the gRPC status name or the HTTP code).
 pub(super) struct RequestRejected<'a> {
@@ -26,13 +43,30 @@ impl InternalEvent for RequestRejected<'_> {
             "last {} export request refused ({}): {}",
             self.transport, self.status, self.message
         )));
-        tracing::warn!(
-            component_id = %s.id,
-            transport = self.transport,
-            status = self.status,
-            error = self.message,
-            "OTLP export request refused"
+        let warn = log_now(
+            &mut crate::sync::lock(&s.refusal_logged),
+            Instant::now(),
+            REFUSAL_LOG_EVERY,
         );
+        if warn {
+            tracing::warn!(
+                component_id = %s.id,
+                transport = self.transport,
+                status = self.status,
+                error = self.message,
+                not_logged_since = s.refusals_not_logged.swap(0, Ordering::Relaxed),
+                "OTLP export request refused"
+            );
+        } else {
+            s.refusals_not_logged.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                component_id = %s.id,
+                transport = self.transport,
+                status = self.status,
+                error = self.message,
+                "OTLP export request refused"
+            );
+        }
     }
 }
 
@@ -119,6 +153,30 @@ impl InternalEvent for SheddingEnded<'_> {
                 component_id = %self.shared.id,
                 "OTLP requests accepted again: the memory budget has room"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_warnings_are_throttled() {
+        let t0 = Instant::now();
+        let every = Duration::from_secs(10);
+        let mut last = None;
+        // (seconds after t0, warned)
+        for (at, want) in [
+            (0, true),
+            (1, false),
+            (9, false),
+            (10, true),
+            (15, false),
+            (25, true),
+        ] {
+            let now = t0 + Duration::from_secs(at);
+            assert_eq!(log_now(&mut last, now, every), want, "at {at}s");
         }
     }
 }

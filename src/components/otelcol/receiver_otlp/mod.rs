@@ -20,17 +20,22 @@
 //! and ignored with a warning. Arguments: see [`args`].
 //!
 //! Behaviour: answers never wait for a backend (receivers only queue). A request that cannot
-//! be read or converted is refused whole (gRPC INVALID_ARGUMENT / HTTP 400), one over the size
-//! limit gets RESOURCE_EXHAUSTED / 413, and one the memory budget has no room for
-//! RESOURCE_EXHAUSTED / 429 (both retryable for OTLP clients). Every refusal is a warning, a
-//! count in `otelcol_receiver_otlp_requests_total` and makes the component unhealthy until a
-//! request succeeds; profiles received while `output.profiles` is empty are dropped the same
-//! way. A port that cannot be bound fails the build (or the update, keeping the old servers).
+//! be read or converted is refused whole (gRPC INVALID_ARGUMENT / HTTP 400, not retried); one
+//! over the size limit, or whose samples would expand past 1 GiB of pprof, gets
+//! RESOURCE_EXHAUSTED without `RetryInfo` / 413 (not retried: it would fail again); one the
+//! memory budget (or the 64 requests-in-flight limit) has no room for gets RESOURCE_EXHAUSTED
+//! with a `RetryInfo` of 1 s in `grpc-status-details-bin` / 429 with `Retry-After: 1`, which
+//! OTLP exporters retry. Non-gRPC requests on the gRPC port get plain HTTP 415 (content type)
+//! or 505 (HTTP/1). Every refusal is counted in `otelcol_receiver_otlp_requests_total` and
+//! makes the component unhealthy until a request succeeds, and is a warning (at most one per
+//! 10 s, the rest debug lines); profiles received while `output.profiles` is empty are dropped
+//! the same way. A port that cannot be bound fails the build (or the update, keeping the old servers).
 //! Metrics: see `metrics.rs`.
 
 pub mod args;
 mod events;
 mod metrics;
+mod serve;
 mod server;
 
 use std::collections::BTreeMap;
@@ -251,6 +256,7 @@ impl ReceiverOtlp {
                     "otelcol.receiver.otlp.grpc",
                     &b.listener,
                     app,
+                    b.config.max_concurrent_streams,
                     self.shared.id.clone(),
                 )
                 .map_err(|e| format!("failed to start the gRPC server: {e}"))?,
@@ -268,6 +274,7 @@ impl ReceiverOtlp {
                     "otelcol.receiver.otlp.http",
                     &b.listener,
                     app,
+                    b.config.max_concurrent_streams,
                     self.shared.id.clone(),
                 )
                 .map_err(|e| format!("failed to start the HTTP server: {e}"))?,

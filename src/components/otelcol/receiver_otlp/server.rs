@@ -1,9 +1,13 @@
 //! The two servers (axum over hyper, which speaks HTTP/1.1 and HTTP/2 with prior knowledge on
 //! one port): OTLP/gRPC's `ProfilesService/Export` and OTLP/HTTP's `POST <profiles path>`.
-//! Both read a bounded body, decompress it within the same bound, reserve the memory the
-//! conversion takes, convert on the blocking pool (`protocols::otlp::ingest`) and hand the
+//! Both take a request slot (at most [`MAX_IN_FLIGHT`] requests at once), reserve the body's
+//! size in the memory budget before reading it, read a bounded body, reserve the
+//! decompression's bound before decompressing it within the same limit, reserve what the
+//! conversion takes (the decoded message, then the pprof samples it expands to, measured
+//! before any is built), convert on the blocking pool (`protocols::otlp::ingest`) and hand the
 //! profiles to `output.profiles`, which never waits (`crate::profiles`): the answer does not
-//! depend on any backend.
+//! depend on any backend. The reservation, the request slot and the conversion slot move into
+//! the blocking conversion: a client that goes away does not free them while it still runs.
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
@@ -25,11 +29,11 @@ use super::events::{
     ProfilesDropped, RequestAccepted, RequestRejected, RequestShed, SheddingEnded,
 };
 use super::metrics::InstanceMetrics;
-use crate::budget::{Budget, Priority, Use};
+use crate::budget::{Budget, Priority, Reservation, Use};
 use crate::pprof::{self, Limits, PprofError};
 use crate::profiles::{Appendable as _, FanOut, Profile};
 use crate::protocols::otlp::grpc::{self, Status};
-use crate::protocols::otlp::ingest::ingest;
+use crate::protocols::otlp::ingest::{ingest, request_output_bytes};
 use crate::protocols::otlp::proto::collector::profiles::v1development::{
     ExportProfilesServiceRequest, ExportProfilesServiceResponse,
 };
@@ -39,6 +43,14 @@ use crate::sync::lock;
 /// Converting a request takes up to this many times its uncompressed size: the decoded
 /// message, the pprof profiles built from it and their encoding.
 const MEMORY_FACTOR: u64 = 8;
+/// Requests read or converted at once, per component (both transports): each may hold a body
+/// of up to the size limit, so this and the memory budget bound what clients can make us hold.
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
+/// The pprof samples one request may expand to (bytes, see `ingest::request_output_bytes`):
+/// the dictionary lets a small request describe huge profiles, refused outright beyond this.
+const MAX_OUTPUT_BYTES: u64 = 1 << 30;
+/// What a client refused for lack of memory is told to wait before retrying.
+pub(crate) const RETRY_DELAY: Duration = Duration::from_secs(1);
 
 /// What every request needs, shared by the component and its servers.
 pub(crate) struct Shared {
@@ -50,7 +62,12 @@ pub(crate) struct Shared {
     pub(crate) requests_rejected: AtomicU64,
     pub(crate) shedding: AtomicBool,
     /// Conversions running at once: CPU work, one per core (a bound on their memory too).
-    pub(crate) converters: Semaphore,
+    pub(crate) converters: Arc<Semaphore>,
+    /// Requests in flight (see [`MAX_IN_FLIGHT`]).
+    pub(crate) requests: Arc<Semaphore>,
+    /// When a refusal was last logged as a warning, and how many were not since.
+    pub(crate) refusal_logged: Mutex<Option<std::time::Instant>>,
+    pub(crate) refusals_not_logged: AtomicU64,
     /// Why the component is unhealthy (the last refused request, or dropped profiles), if it is.
     pub(crate) problem: Mutex<Option<(SystemTime, String)>>,
 }
@@ -71,7 +88,10 @@ impl Shared {
             profiles_forwarded: AtomicU64::new(0),
             requests_rejected: AtomicU64::new(0),
             shedding: AtomicBool::new(false),
-            converters: Semaphore::new(cores.max(2)),
+            converters: Arc::new(Semaphore::new(cores.max(2))),
+            requests: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            refusal_logged: Mutex::new(None),
+            refusals_not_logged: AtomicU64::new(0),
             problem: Mutex::new(None),
         }
     }
@@ -142,8 +162,14 @@ async fn read_body(body: Body, limit: u64, timeout: Duration) -> Result<Bytes, F
     }
 }
 
-/// Decompresses a gzip payload within `limit` bytes.
+/// Decompresses a gzip payload within `limit` bytes; a payload said to be gzip must be one
+/// (its magic number), not passed through as it is.
 fn gunzip(data: &Bytes, limit: u64) -> Result<Bytes, Failure> {
+    if !data.starts_with(&[0x1f, 0x8b]) {
+        return Err(Failure::Invalid(
+            "payload declared gzip is not gzip (no gzip header)".into(),
+        ));
+    }
     let limits = Limits {
         max_decompressed_bytes: usize::try_from(limit).unwrap_or(usize::MAX),
     };
@@ -162,27 +188,109 @@ fn now_nanos() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-/// Decodes, converts and forwards one export request (`message`: the uncompressed protobuf);
-/// returns how many profiles were forwarded.
-async fn process(shared: &Arc<Shared>, message: Bytes) -> Result<usize, Failure> {
-    let need = (message.len() as u64).saturating_mul(MEMORY_FACTOR);
-    let Some(_memory) = shared
-        .budget
-        .try_reserve(Use::Receive, Priority::Normal, need)
-    else {
-        emit(RequestShed { shared, need });
+/// What a request holds while it is read and converted: its request slot and its memory.
+pub(crate) struct Admission {
+    _slot: tokio::sync::OwnedSemaphorePermit,
+    memory: Reservation,
+}
+
+fn exhausted(shared: &Shared, need: u64, what: &str) -> Failure {
+    emit(RequestShed { shared, need });
+    Failure::Exhausted(format!(
+        "the memory budget (--memory.limit) has no room for {what} ({need} bytes); retry later"
+    ))
+}
+
+/// A request slot and `bytes` (the body's bound) of memory, before the body is read.
+fn admit(shared: &Shared, bytes: u64) -> Result<Admission, Failure> {
+    let Ok(slot) = shared.requests.clone().try_acquire_owned() else {
+        emit(RequestShed { shared, need: 0 });
         return Err(Failure::Exhausted(format!(
-            "the memory budget (--memory.limit) has no room to convert this request ({need} bytes); retry later"
+            "{MAX_IN_FLIGHT} requests are already in flight; retry later"
         )));
     };
+    let Some(memory) = shared
+        .budget
+        .try_reserve(Use::Receive, Priority::Normal, bytes)
+    else {
+        return Err(exhausted(shared, bytes, "this request's body"));
+    };
+    Ok(Admission {
+        _slot: slot,
+        memory,
+    })
+}
+
+impl Admission {
+    /// Grows the reservation to `bytes` (shrinking always succeeds).
+    fn hold(&mut self, shared: &Shared, bytes: u64, what: &str) -> Result<(), Failure> {
+        if self.memory.try_resize(Priority::Normal, bytes) {
+            Ok(())
+        } else {
+            Err(exhausted(shared, bytes, what))
+        }
+    }
+}
+
+/// The body's bound: the declared `Content-Length` when it is within `limit` (refused when it
+/// is not), else `limit`.
+fn body_bound(headers: &HeaderMap, limit: u64) -> Result<u64, Failure> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        Some(n) if n > limit => Err(Failure::TooLarge(format!(
+            "request body of {n} bytes exceeds the {limit}-byte limit"
+        ))),
+        Some(n) => Ok(n),
+        None => Ok(limit),
+    }
+}
+
+/// Decodes, converts and forwards one export request (`message`: the uncompressed protobuf);
+/// returns how many profiles were forwarded.
+async fn process(
+    shared: &Arc<Shared>,
+    mut admission: Admission,
+    message: Bytes,
+) -> Result<usize, Failure> {
+    let need = (message.len() as u64).saturating_mul(MEMORY_FACTOR);
+    admission.hold(shared, need, "converting this request")?;
     emit(SheddingEnded { shared });
-    let _slot = shared.converters.acquire().await;
+    let slot = shared
+        .converters
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|e| Failure::Internal(format!("conversion slots closed: {e}")))?;
+    let for_task = Arc::clone(shared);
     let converted =
         crate::runtime::task::spawn_blocking("otelcol.receiver.otlp.convert", move || {
+            // Held until the conversion ends, whether or not the client is still there.
+            let _slot = slot;
+            let mut admission = admission;
             let req = ExportProfilesServiceRequest::decode(message)
                 .map_err(|e| Failure::Invalid(format!("failed to parse protobuf request: {e}")))?;
+            // pprof gives every sample its own copy of its stack and labels, which the OTLP
+            // dictionary shares: measure that before building any of it. The encoded pprofs
+            // take about as much again.
+            let output = request_output_bytes(&req).saturating_mul(2);
+            if output > MAX_OUTPUT_BYTES
+                || (for_task.budget.limit() != 0 && output > for_task.budget.limit())
+            {
+                return Err(Failure::TooLarge(format!(
+                    "the request's samples expand to {output} bytes of pprof (limit {MAX_OUTPUT_BYTES})"
+                )));
+            }
+            admission.hold(
+                &for_task,
+                need.saturating_add(output),
+                "this request's profiles",
+            )?;
             let ingested =
                 ingest(&req, now_nanos()).map_err(|e| Failure::Invalid(e.to_string()))?;
+            drop(req);
             Ok::<_, Failure>(
                 ingested
                     .into_iter()
@@ -235,9 +343,26 @@ fn grpc_error(status: Status, message: &str) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static(grpc::CONTENT_TYPE),
     );
+    // What we decode, so that a client sending another encoding can switch (gRPC's
+    // compression spec: UNIMPLEMENTED with the accepted encodings).
+    h.insert("grpc-accept-encoding", HeaderValue::from_static("gzip"));
     h.insert("grpc-status", HeaderValue::from(u16::from(status.code())));
     if let Ok(v) = HeaderValue::from_str(&grpc::encode_message(message)) {
         h.insert("grpc-message", v);
+    }
+    r
+}
+
+/// The gRPC answer to a refusal: a memory-budget refusal carries a `RetryInfo`, without which
+/// OTLP exporters do not retry RESOURCE_EXHAUSTED; a request over the size limit does not (a
+/// retry would be refused again).
+fn grpc_failure(f: &Failure) -> Response {
+    let status = f.grpc();
+    let mut r = grpc_error(status, f.message());
+    if let Failure::Exhausted(m) = f
+        && let Ok(v) = HeaderValue::from_str(&grpc::retry_details(status, m, RETRY_DELAY))
+    {
+        r.headers_mut().insert(grpc::STATUS_DETAILS_HEADER, v);
     }
     r
 }
@@ -258,27 +383,47 @@ fn grpc_ok(message: &[u8]) -> Response {
     r
 }
 
-async fn grpc_message(st: &RouteState, req: Request) -> Result<Bytes, Failure> {
-    let (parts, body) = req.into_parts();
-    let content_type = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if !content_type.starts_with(grpc::CONTENT_TYPE)
-        || content_type.starts_with("application/grpc-web")
-    {
-        return Err(Failure::Unsupported(format!(
-            "content-type {content_type:?} is not gRPC with protobuf"
-        )));
+/// Whether `content_type` is gRPC with protobuf messages: `application/grpc` or
+/// `application/grpc+proto`, optionally with parameters (not `grpc-web`, not `+json`).
+fn is_grpc_proto(content_type: &str) -> bool {
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    media.eq_ignore_ascii_case(grpc::CONTENT_TYPE)
+        || media.eq_ignore_ascii_case("application/grpc+proto")
+}
+
+/// gRPC's `grpc-timeout` (`<1-8 digits><H|M|S|m|u|n>`), if present and well formed.
+fn grpc_timeout(headers: &HeaderMap) -> Option<Duration> {
+    let v = headers.get("grpc-timeout")?.to_str().ok()?.trim();
+    if v.len() < 2 || v.len() > 9 {
+        return None;
     }
-    let body = read_body(body, st.max_size.saturating_add(5), st.read_timeout).await?;
+    let (digits, unit) = v.split_at(v.len() - 1);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.saturating_mul(3600)),
+        "M" => Duration::from_secs(n.saturating_mul(60)),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+async fn grpc_message(st: &RouteState, req: Request) -> Result<(Admission, Bytes), Failure> {
+    let (parts, body) = req.into_parts();
+    let limit = st.max_size.saturating_add(5);
+    let mut admission = admit(&st.shared, body_bound(&parts.headers, limit)?)?;
+    // The client gives up at its deadline: reading past it only holds memory.
+    let timeout = grpc_timeout(&parts.headers).map_or(st.read_timeout, |t| t.min(st.read_timeout));
+    let body = read_body(body, limit, timeout).await?;
+    admission.memory.resize(body.len() as u64);
     let (compressed, message) = grpc::unframe(&body, st.max_size).map_err(|e| match e {
         grpc::FrameError::TooLarge { .. } => Failure::TooLarge(e.to_string()),
         _ => Failure::Invalid(e.to_string()),
     })?;
     if !compressed {
-        return Ok(message);
+        return Ok((admission, message));
     }
     let encoding = parts
         .headers
@@ -286,17 +431,56 @@ async fn grpc_message(st: &RouteState, req: Request) -> Result<Bytes, Failure> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("identity");
     match encoding {
-        "gzip" => gunzip(&message, st.max_size),
+        "gzip" => {
+            let held = (body.len() as u64).saturating_add(st.max_size);
+            admission.hold(&st.shared, held, "decompressing this request")?;
+            let message = gunzip(&message, st.max_size)?;
+            drop(body);
+            admission.memory.resize(message.len() as u64);
+            Ok((admission, message))
+        }
         other => Err(Failure::Unsupported(format!(
             "grpc-encoding {other:?} is not supported (gzip)"
         ))),
     }
 }
 
+/// A request that is not gRPC at all gets a plain HTTP answer, as gRPC's HTTP/2 protocol
+/// says: 415 for another content type, 505 for HTTP/1 (gRPC needs HTTP/2's trailers).
+fn not_grpc(req: &Request) -> Option<(StatusCode, String)> {
+    if req.version() != axum::http::Version::HTTP_2 {
+        return Some((
+            StatusCode::HTTP_VERSION_NOT_SUPPORTED,
+            format!("gRPC needs HTTP/2, the request is {:?}", req.version()),
+        ));
+    }
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !is_grpc_proto(content_type) {
+        return Some((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("content-type {content_type:?} is not gRPC with protobuf (application/grpc)"),
+        ));
+    }
+    None
+}
+
 async fn handle_grpc(State(st): State<RouteState>, req: Request) -> Response {
     const TRANSPORT: &str = "grpc";
+    if let Some((status, message)) = not_grpc(&req) {
+        emit(RequestRejected {
+            shared: &st.shared,
+            transport: TRANSPORT,
+            status: status.as_str(),
+            message: &message,
+        });
+        return (status, message).into_response();
+    }
     let result = match grpc_message(&st, req).await {
-        Ok(message) => process(&st.shared, message).await,
+        Ok((admission, message)) => process(&st.shared, admission, message).await,
         Err(f) => Err(f),
     };
     match result {
@@ -317,7 +501,7 @@ async fn handle_grpc(State(st): State<RouteState>, req: Request) -> Response {
                 status: status_name(status),
                 message: f.message(),
             });
-            grpc_error(status, f.message())
+            grpc_failure(&f)
         }
     }
 }
@@ -339,22 +523,16 @@ pub(crate) fn grpc_router(shared: Arc<Shared>, max_size: u64, read_timeout: Dura
 // OTLP/HTTP
 // ---------------------------------------------------------------------------------------------
 
-/// `google.rpc.Status`, the body of an OTLP/HTTP error (code, message; no details).
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct RpcStatus {
-    #[prost(int32, tag = "1")]
-    pub code: i32,
-    #[prost(string, tag = "2")]
-    pub message: String,
-}
-
+/// An OTLP/HTTP error: a `google.rpc.Status` body (code, message); a memory-budget refusal
+/// (429) says when to retry (`Retry-After`, which OTLP/HTTP exporters honour).
 fn http_error(f: &Failure) -> Response {
-    let body = RpcStatus {
+    let body = grpc::RpcStatus {
         code: i32::from(f.grpc().code()),
         message: f.message().to_owned(),
+        details: Vec::new(),
     }
     .encode_to_vec();
-    (
+    let mut r = (
         f.http(),
         [(
             header::CONTENT_TYPE,
@@ -362,10 +540,17 @@ fn http_error(f: &Failure) -> Response {
         )],
         body,
     )
-        .into_response()
+        .into_response();
+    if let Failure::Exhausted(_) = f {
+        r.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(RETRY_DELAY.as_secs().max(1)),
+        );
+    }
+    r
 }
 
-async fn http_message(st: &RouteState, req: Request) -> Result<Bytes, Failure> {
+async fn http_message(st: &RouteState, req: Request) -> Result<(Admission, Bytes), Failure> {
     let (parts, body) = req.into_parts();
     let content_type = parts
         .headers
@@ -393,20 +578,33 @@ async fn http_message(st: &RouteState, req: Request) -> Result<Bytes, Failure> {
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
+    let gzip = match encoding.as_str() {
+        "" | "identity" => false,
+        "gzip" | "x-gzip" => true,
+        other => {
+            return Err(Failure::Unsupported(format!(
+                "unsupported Content-Encoding {other:?} (gzip, identity)"
+            )));
+        }
+    };
+    let mut admission = admit(&st.shared, body_bound(&parts.headers, st.max_size)?)?;
     let body = read_body(body, st.max_size, st.read_timeout).await?;
-    match encoding.as_str() {
-        "" | "identity" => Ok(body),
-        "gzip" | "x-gzip" => gunzip(&body, st.max_size),
-        other => Err(Failure::Unsupported(format!(
-            "unsupported Content-Encoding {other:?} (gzip, identity)"
-        ))),
+    admission.memory.resize(body.len() as u64);
+    if !gzip {
+        return Ok((admission, body));
     }
+    let held = (body.len() as u64).saturating_add(st.max_size);
+    admission.hold(&st.shared, held, "decompressing this request")?;
+    let message = gunzip(&body, st.max_size)?;
+    drop(body);
+    admission.memory.resize(message.len() as u64);
+    Ok((admission, message))
 }
 
 async fn handle_http(State(st): State<RouteState>, req: Request) -> Response {
     const TRANSPORT: &str = "http";
     let result = match http_message(&st, req).await {
-        Ok(message) => process(&st.shared, message).await,
+        Ok((admission, message)) => process(&st.shared, admission, message).await,
         Err(f) => Err(f),
     };
     match result {
@@ -473,17 +671,16 @@ impl Instance {
         name: &'static str,
         listener: &std::net::TcpListener,
         app: Router,
+        max_concurrent_streams: u32,
         id: String,
     ) -> std::io::Result<Instance> {
         let listener = tokio::net::TcpListener::from_std(listener.try_clone()?)?;
         let cancel = CancellationToken::new();
         let stop = cancel.clone();
-        let task = crate::runtime::task::spawn(name, async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned());
-            if let Err(e) = serve.await {
-                tracing::error!(component_id = %id, error = %e, "server stopped with an error");
-            }
-        });
+        let task = crate::runtime::task::spawn(
+            name,
+            super::serve::serve(listener, app, max_concurrent_streams, stop, id),
+        );
         Ok(Instance { cancel, task })
     }
 
@@ -503,3 +700,7 @@ pub(crate) fn bind(address: &str) -> std::io::Result<std::net::TcpListener> {
     listener.set_nonblocking(true)?;
     Ok(listener)
 }
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;
