@@ -123,6 +123,45 @@ pub fn header_problems(
         .collect()
 }
 
+/// `retry_on_failure { ... }` of the `otelcol.exporter.*` components (the Collector's
+/// exporterhelper block), shared by the OTLP/HTTP and OTLP/gRPC exporters.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct RetryArguments {
+    pub enabled: bool,
+    pub initial_interval: Duration,
+    pub max_interval: Duration,
+    pub max_elapsed_time: Duration,
+    /// Accepted for compatibility: the backoff doubles, jittered, as pyroscope.write's does.
+    pub multiplier: f64,
+    /// Accepted for compatibility (see `multiplier`).
+    pub randomization_factor: f64,
+}
+
+impl Default for RetryArguments {
+    fn default() -> Self {
+        RetryArguments {
+            enabled: true,
+            initial_interval: Duration::from_secs(5),
+            max_interval: Duration::from_secs(30),
+            max_elapsed_time: Duration::from_secs(300),
+            multiplier: 1.5,
+            randomization_factor: 0.5,
+        }
+    }
+}
+
+/// Whether an `otelcol.exporter.*` `client.compression` asks for gzip.
+pub fn gzip_compression(compression: &str) -> Result<bool, String> {
+    match compression {
+        "gzip" => Ok(true),
+        "none" | "" => Ok(false),
+        other => Err(format!(
+            "client compression {other:?} is not supported (\"gzip\" or \"none\")"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,7 +37,9 @@ use std::time::{Instant, SystemTime};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-pub use self::config::{LimitsConfig, QueueConfig, header_problems, push_url};
+pub use self::config::{
+    LimitsConfig, QueueConfig, RetryArguments, gzip_compression, header_problems, push_url,
+};
 use self::endpoint::{Endpoint, Senders};
 pub use self::endpoint::{Protocol, Settings, backoff_delay};
 use self::events::{Drop, DropsSummarized, InvalidLabels};

@@ -57,8 +57,8 @@ use crate::httpclient::{HttpClientConfig, TlsConfig};
 use crate::profiles::Receiver;
 use crate::protocols::otlp::grpc::EXPORT_PATH;
 use crate::push::{
-    EndpointSpec, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics, header_problems,
-    push_url,
+    EndpointSpec, Pipeline, Protocol, QueueConfig, RetryArguments, Settings, WriteMetrics,
+    gzip_compression, header_problems, push_url,
 };
 use crate::runtime::{BoxError, Component, ComponentOptions, Health};
 use crate::syntax::decode::Invalid;
@@ -133,42 +133,6 @@ pub struct TlsArguments {
     pub curve_preferences: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct RetryArguments {
-    pub enabled: bool,
-    pub initial_interval: Duration,
-    pub max_interval: Duration,
-    pub max_elapsed_time: Duration,
-    /// Accepted for compatibility: the backoff doubles, jittered, as pyroscope.write's does.
-    pub multiplier: f64,
-    /// Accepted for compatibility (see `multiplier`).
-    pub randomization_factor: f64,
-}
-
-impl Default for RetryArguments {
-    fn default() -> Self {
-        RetryArguments {
-            enabled: true,
-            initial_interval: Duration::from_secs(5),
-            max_interval: Duration::from_secs(30),
-            max_elapsed_time: Duration::from_secs(300),
-            multiplier: 1.5,
-            randomization_factor: 0.5,
-        }
-    }
-}
-
-fn gzip(compression: &str) -> Result<bool, String> {
-    match compression {
-        "gzip" => Ok(true),
-        "none" | "" => Ok(false),
-        other => Err(format!(
-            "client compression {other:?} is not supported (\"gzip\" or \"none\")"
-        )),
-    }
-}
-
 impl Arguments {
     /// The base URL (`scheme://host:port`) `client.endpoint` stands for.
     fn base_url(&self) -> Result<String, String> {
@@ -199,7 +163,7 @@ impl Arguments {
                 "client > auth: otelcol.auth.* components are not supported by scraper".into(),
             );
         }
-        let gzip = gzip(&c.compression)?;
+        let gzip = gzip_compression(&c.compression)?;
         let base = self.base_url()?;
         let url = push_url(&base, EXPORT_PATH)?;
         let headers = crate::push::sensitive_headers(&c.headers)?;
@@ -307,7 +271,7 @@ impl Component for OtlpGrpcProfiles {
         if let Err(msg) = args.base_url() {
             out.push(Invalid::new(msg).block("client", 0).attr("endpoint"));
         }
-        if let Err(msg) = gzip(&args.client.compression) {
+        if let Err(msg) = gzip_compression(&args.client.compression) {
             out.push(Invalid::new(msg).block("client", 0).attr("compression"));
         }
         if args.client.auth.is_some() {

@@ -54,8 +54,8 @@ use crate::budget::Budget;
 use crate::httpclient::{HttpClientConfig, TlsConfig};
 use crate::profiles::Receiver;
 use crate::push::{
-    EndpointSpec, Pipeline, Protocol, QueueConfig, Settings, WriteMetrics, header_problems,
-    push_url,
+    EndpointSpec, Pipeline, Protocol, QueueConfig, RetryArguments, Settings, WriteMetrics,
+    gzip_compression, header_problems, push_url,
 };
 use crate::runtime::{BoxError, Component, ComponentOptions, Health};
 use crate::syntax::decode::Invalid;
@@ -108,43 +108,6 @@ pub struct TlsArguments {
     pub insecure: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct RetryArguments {
-    pub enabled: bool,
-    pub initial_interval: Duration,
-    pub max_interval: Duration,
-    pub max_elapsed_time: Duration,
-    /// Accepted for compatibility: the backoff doubles, jittered, as pyroscope.write's does.
-    pub multiplier: f64,
-    /// Accepted for compatibility (see `multiplier`).
-    pub randomization_factor: f64,
-}
-
-impl Default for RetryArguments {
-    fn default() -> Self {
-        RetryArguments {
-            enabled: true,
-            initial_interval: Duration::from_secs(5),
-            max_interval: Duration::from_secs(30),
-            max_elapsed_time: Duration::from_secs(300),
-            multiplier: 1.5,
-            randomization_factor: 0.5,
-        }
-    }
-}
-
-/// Whether `client.compression` asks for gzip.
-fn gzip(compression: &str) -> Result<bool, String> {
-    match compression {
-        "gzip" => Ok(true),
-        "none" | "" => Ok(false),
-        other => Err(format!(
-            "client compression {other:?} is not supported (\"gzip\" or \"none\")"
-        )),
-    }
-}
-
 impl Arguments {
     /// Where profiles go, as text (the endpoint's name in metrics) and parsed:
     /// `profiles_endpoint`, or `client.endpoint` with the OTLP profiles path. Errors quote
@@ -165,7 +128,7 @@ impl Arguments {
 
     fn spec(&self) -> Result<EndpointSpec, BoxError> {
         let c = &self.client;
-        let gzip = gzip(&c.compression)?;
+        let gzip = gzip_compression(&c.compression)?;
         let (url, push_url) = self.push_url()?;
         let headers = crate::push::sensitive_headers(&c.headers)?;
         let r = &self.retry_on_failure;
@@ -246,7 +209,7 @@ impl Component for OtlpHttpProfiles {
                 Invalid::new(msg).attr("profiles_endpoint")
             });
         }
-        if let Err(msg) = gzip(&args.client.compression) {
+        if let Err(msg) = gzip_compression(&args.client.compression) {
             out.push(Invalid::new(msg).block("client", 0).attr("compression"));
         }
         for (name, msg) in header_problems(&args.client.headers) {
