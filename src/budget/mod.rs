@@ -41,6 +41,7 @@
 
 mod limit;
 mod metrics;
+mod refusals;
 pub mod rss;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,6 +50,7 @@ use std::time::Duration;
 
 pub use limit::{LimitError, parse_limit};
 pub use metrics::BudgetMetrics;
+pub use refusals::Refusals;
 
 /// What a reservation holds memory for; each is a value of `scraper_memory_accounted_bytes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

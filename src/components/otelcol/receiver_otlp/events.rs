@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::server::Shared;
-use crate::budget::{Priority, Use};
+
 use crate::runtime::event::InternalEvent;
 
 /// At most one refusal warning per this interval and component; the ones in between are
@@ -115,45 +115,6 @@ impl InternalEvent for ProfilesDropped<'_> {
             profiles = self.profiles,
             "received profiles dropped: set output {{ profiles = [...] }}"
         );
-    }
-}
-
-/// The memory budget had no room to convert a request of `need` bytes (refused with 429 /
-/// RESOURCE_EXHAUSTED). Counted as shed; warns when refusing starts.
-pub(super) struct RequestShed<'a> {
-    pub shared: &'a Shared,
-    pub need: u64,
-}
-
-impl InternalEvent for RequestShed<'_> {
-    fn emit(self) {
-        let s = self.shared;
-        s.budget.count_shed(Use::Receive, Priority::Normal);
-        if !s.shedding.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                component_id = %s.id,
-                need = self.need,
-                used = s.budget.used(),
-                limit = s.budget.limit(),
-                "OTLP requests refused: the memory budget is full"
-            );
-        }
-    }
-}
-
-/// The budget had room again after requests were refused.
-pub(super) struct SheddingEnded<'a> {
-    pub shared: &'a Shared,
-}
-
-impl InternalEvent for SheddingEnded<'_> {
-    fn emit(self) {
-        if self.shared.shedding.swap(false, Ordering::Relaxed) {
-            tracing::info!(
-                component_id = %self.shared.id,
-                "OTLP requests accepted again: the memory budget has room"
-            );
-        }
     }
 }
 

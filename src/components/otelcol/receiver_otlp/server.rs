@@ -9,7 +9,7 @@
 //! depend on any backend. The reservation, the request slot and the conversion slot move into
 //! the blocking conversion: a client that goes away does not free them while it still runs.
 
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -25,11 +25,9 @@ use prost::Message as _;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{
-    ProfilesDropped, RequestAccepted, RequestRejected, RequestShed, SheddingEnded,
-};
+use super::events::{ProfilesDropped, RequestAccepted, RequestRejected};
 use super::metrics::InstanceMetrics;
-use crate::budget::{Budget, Priority, Reservation, Use};
+use crate::budget::{Budget, Priority, Refusals, Reservation, Use};
 use crate::pprof::{self, Limits, PprofError};
 use crate::profiles::{Appendable as _, FanOut, Profile};
 use crate::protocols::otlp::grpc::{self, Status};
@@ -60,7 +58,7 @@ pub(crate) struct Shared {
     pub(crate) metrics: InstanceMetrics,
     pub(crate) profiles_forwarded: AtomicU64,
     pub(crate) requests_rejected: AtomicU64,
-    pub(crate) shedding: AtomicBool,
+    pub(crate) refusals: Refusals,
     /// Conversions running at once: CPU work, one per core (a bound on their memory too).
     pub(crate) converters: Arc<Semaphore>,
     /// Requests in flight (see [`MAX_IN_FLIGHT`]).
@@ -87,7 +85,10 @@ impl Shared {
             metrics,
             profiles_forwarded: AtomicU64::new(0),
             requests_rejected: AtomicU64::new(0),
-            shedding: AtomicBool::new(false),
+            refusals: Refusals::new(
+                "OTLP requests refused: the memory budget is full",
+                "OTLP requests accepted again: the memory budget has room",
+            ),
             converters: Arc::new(Semaphore::new(cores.max(2))),
             requests: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             refusal_logged: Mutex::new(None),
@@ -162,6 +163,30 @@ async fn read_body(body: Body, limit: u64, timeout: Duration) -> Result<Bytes, F
     }
 }
 
+/// How much of a body refused for its declared length is read and thrown away before the
+/// answer. Answering before the body is in and closing makes most HTTP clients (reqwest, and
+/// the Collector's when its write fails first) report a broken pipe instead of the 413 that says
+/// what to change; Go's net/http likewise discards a little of an unread body. Beyond this the
+/// connection is closed and the client sees an error.
+const DRAIN_BYTES: u64 = 16 << 20;
+
+/// Reads and discards up to `max` bytes of `body`, within `timeout`; nothing is kept.
+async fn drain(body: Body, max: u64, timeout: Duration) {
+    let mut body = body;
+    let mut seen = 0u64;
+    let discard = async {
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Some(data) = frame.data_ref() {
+                seen = seen.saturating_add(data.len() as u64);
+                if seen > max {
+                    break;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(timeout, discard).await;
+}
+
 /// Decompresses a gzip payload within `limit` bytes; a payload said to be gzip must be one
 /// (its magic number), not passed through as it is.
 fn gunzip(data: &Bytes, limit: u64) -> Result<Bytes, Failure> {
@@ -195,7 +220,7 @@ pub(crate) struct Admission {
 }
 
 fn exhausted(shared: &Shared, need: u64, what: &str) -> Failure {
-    emit(RequestShed { shared, need });
+    shared.refusals.refused(&shared.budget, &shared.id, need);
     Failure::Exhausted(format!(
         "the memory budget (--memory.limit) has no room for {what} ({need} bytes); retry later"
     ))
@@ -204,7 +229,7 @@ fn exhausted(shared: &Shared, need: u64, what: &str) -> Failure {
 /// A request slot and `bytes` (the body's bound) of memory, before the body is read.
 fn admit(shared: &Shared, bytes: u64) -> Result<Admission, Failure> {
     let Ok(slot) = shared.requests.clone().try_acquire_owned() else {
-        emit(RequestShed { shared, need: 0 });
+        shared.refusals.refused(&shared.budget, &shared.id, 0);
         return Err(Failure::Exhausted(format!(
             "{MAX_IN_FLIGHT} requests are already in flight; retry later"
         )));
@@ -257,7 +282,7 @@ async fn process(
 ) -> Result<usize, Failure> {
     let need = (message.len() as u64).saturating_mul(MEMORY_FACTOR);
     admission.hold(shared, need, "converting this request")?;
-    emit(SheddingEnded { shared });
+    shared.refusals.accepted(&shared.id);
     let slot = shared
         .converters
         .clone()
@@ -587,7 +612,14 @@ async fn http_message(st: &RouteState, req: Request) -> Result<(Admission, Bytes
             )));
         }
     };
-    let mut admission = admit(&st.shared, body_bound(&parts.headers, st.max_size)?)?;
+    let bound = match body_bound(&parts.headers, st.max_size) {
+        Ok(bound) => bound,
+        Err(too_large) => {
+            drain(body, DRAIN_BYTES, st.read_timeout).await;
+            return Err(too_large);
+        }
+    };
+    let mut admission = admit(&st.shared, bound)?;
     let body = read_body(body, st.max_size, st.read_timeout).await?;
     admission.memory.resize(body.len() as u64);
     if !gzip {

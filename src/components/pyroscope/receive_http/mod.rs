@@ -63,7 +63,7 @@ mod server;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -74,7 +74,7 @@ pub use self::args::{Arguments, HttpConfig};
 use self::metrics::ReceiveMetrics;
 pub use self::server::{INGEST_PATH, PUSH_PATH};
 use self::server::{Instance, Shared};
-use crate::budget::Budget;
+use crate::budget::{Budget, Refusals};
 use crate::profiles::FanOut;
 use crate::runtime::{BoxError, Component, ComponentOptions};
 use crate::sync::lock;
@@ -141,7 +141,10 @@ impl Component for ReceiveHttp {
             metrics,
             profiles_forwarded: AtomicU64::new(0),
             requests_rejected: AtomicU64::new(0),
-            shedding: AtomicBool::new(false),
+            refusals: Refusals::new(
+                "requests refused with 429: the memory budget is full",
+                "requests accepted again: the memory budget has room",
+            ),
             budget,
         });
         Ok(ReceiveHttp {

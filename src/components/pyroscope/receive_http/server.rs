@@ -11,7 +11,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -32,11 +32,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::HttpConfig;
 use super::convert::Converted;
-use super::events::{RequestRejected, RequestShed, SheddingEnded};
+use super::events::RequestRejected;
 use super::ingest::{self, IngestRequest};
 use super::metrics::InstanceMetrics;
 use super::push::{self, Codec};
-use crate::budget::{Budget, Priority, Reservation, Use};
+use crate::budget::{Budget, Priority, Refusals, Reservation, Use};
 use crate::pprof::{self, Limits, PprofError};
 use crate::profiles::{Appendable as _, FanOut, Profile};
 use crate::runtime::event::emit;
@@ -66,7 +66,7 @@ pub(crate) struct Shared {
     pub(crate) requests_rejected: AtomicU64,
     /// Whether the last request's conversion found no room in the memory budget (logs the
     /// start and end of refusing once each).
-    pub(crate) shedding: AtomicBool,
+    pub(crate) refusals: Refusals,
     /// The component's memory budget, from its build options: conversions reserve against it.
     pub(crate) budget: Budget,
 }
@@ -312,18 +312,13 @@ impl RouteState {
         let need = size.saturating_add(uncompressed.saturating_mul(factor));
         let budget = &self.shared.budget;
         let Some(reservation) = budget.try_reserve(Use::Receive, Priority::Normal, need) else {
-            emit(RequestShed {
-                shared: &self.shared,
-                need,
-            });
+            self.shared.refusals.refused(budget, &self.shared.id, need);
             return Err(format!(
                 "the memory budget (--memory.limit) has no room to convert this request \
                  ({need} bytes); retry later"
             ));
         };
-        emit(SheddingEnded {
-            shared: &self.shared,
-        });
+        self.shared.refusals.accepted(&self.shared.id);
         Ok(reservation)
     }
 }
