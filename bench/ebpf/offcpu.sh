@@ -46,20 +46,15 @@ ctxt() { awk '$1 == "ctxt" {print $2}' /proc/stat; }
 
 run() {
   local threshold=$1
-  cat > "$WORK/bench.alloy" <<ALLOY
+  start_scraper "$(cat <<ALLOY
 pyroscope.ebpf "pp" {
   targets           = [{"__process_pid__" = "$TARGET", "service_name" = "pingpong"}]
   forward_to        = [pyroscope.debug.out.receiver]
   off_cpu_threshold = $threshold
 }
-
-pyroscope.debug "out" {
-  verbosity = "basic"
-}
 ALLOY
-  "$BIN" run "$WORK/bench.alloy" --server.http.listen-addr 127.0.0.1:0 \
-    --storage.path "$WORK/data" > "$WORK/scraper.log" 2>&1 &
-  local pid=$!
+)"
+  local pid=$SCRAPER_PID
   sleep "$WARMUP"
   local t0 c0 b0 t1 c1 b1
   t0=$(cpu_ticks $pid); c0=$(ctxt); b0=$(bpf_prog_stats $pid)

@@ -36,20 +36,15 @@ B=$!
 
 run() {
   local walk=$1
-  cat > "$WORK/bench.alloy" <<ALLOY
+  start_scraper "$(cat <<ALLOY
 pyroscope.ebpf "py" {
   targets        = [{"__process_pid__" = "$A", "service_name" = "a"}, {"__process_pid__" = "$B", "service_name" = "b"}]
   forward_to     = [pyroscope.debug.out.receiver]
   python_enabled = $walk
 }
-
-pyroscope.debug "out" {
-  verbosity = "basic"
-}
 ALLOY
-  "$BIN" run "$WORK/bench.alloy" --server.http.listen-addr 127.0.0.1:0 \
-    --storage.path "$WORK/data" > "$WORK/scraper.log" 2>&1 &
-  local pid=$!
+)"
+  local pid=$SCRAPER_PID
   sleep "$WARMUP"
   local t0 b0 t1 b1
   t0=$(cpu_ticks $pid); b0=$(bpf_prog_stats $pid)

@@ -80,24 +80,8 @@ ALLOY
 # Mean spins per CPU-second of the two busy processes' outputs.
 busy_rate() { awk '{s += $2; n++} END {printf "%.2f", s / n}' "$WORK/a.out" "$WORK/b.out"; }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
-
-# "run_time_ns run_cnt" summed over the BPF programs process $1 holds (each counted once,
-# however many fds refer to it); "0 0" without any (the perf fallback).
-bpf_prog_stats() {
-  local pid=$1 fd info id seen=" " rt=0 rc=0
-  for fd in /proc/"$pid"/fd/*; do
-    [ "$(readlink "$fd" 2>/dev/null)" = "anon_inode:bpf-prog" ] || continue
-    info=/proc/$pid/fdinfo/${fd##*/}
-    id=$(awk '$1 == "prog_id:" {print $2}' "$info")
-    case "$seen" in *" $id "*) continue ;; esac
-    seen="$seen$id "
-    rt=$((rt + $(awk '$1 == "run_time_ns:" {print $2}' "$info")))
-    rc=$((rc + $(awk '$1 == "run_cnt:" {print $2}' "$info")))
-  done
-  echo "$rt $rc"
-}
+. bench/ebpf/lib.sh
 
 # From the component's debug info at the scraper listening on $1: samples_total, then the
 # unwinder's stacks, complete and truncated (all reasons); zeros for what it does not say (no
