@@ -11,10 +11,7 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use prost::Message as _;
-use scrape_support::{Scraper, captured, eventually, free_port, metric};
-use scraper::protocols::pyroscope::proto::push::v1::{PushRequest, RawProfileSeries, RawSample};
-use scraper::protocols::pyroscope::proto::types::v1::LabelPair;
+use scrape_support::{Scraper, eventually, free_port, metric, push_heap};
 use support::pyroscope_receiver::{PyroscopeReceiver, Received};
 
 fn config(port: u16, targets: &Path, rx: &str) -> String {
@@ -65,32 +62,7 @@ fn targets_file(path: &Path, namespace: &str) {
 async fn push(base: &str, service: &str, labels: &[(&str, &str)]) {
     let mut pairs = vec![("__name__", "memory"), ("service_name", service)];
     pairs.extend_from_slice(labels);
-    let body = PushRequest {
-        series: vec![RawProfileSeries {
-            labels: pairs
-                .iter()
-                .map(|(n, v)| LabelPair {
-                    name: n.to_string(),
-                    value: v.to_string(),
-                })
-                .collect(),
-            samples: vec![RawSample {
-                raw_profile: captured("goapp-heap-1.pb.gz").into(),
-                id: String::new(),
-            }],
-            annotations: vec![],
-        }],
-    }
-    .encode_to_vec();
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/push.v1.PusherService/Push"))
-        .header("content-type", "application/proto")
-        .header("connect-protocol-version", "1")
-        .body(body)
-        .send()
-        .await
-        .expect("push");
-    assert_eq!(resp.status().as_u16(), 200);
+    push_heap(base, &pairs).await;
 }
 
 /// Pyroscope's legacy `/ingest`: folded stacks, the labels in `name` (`app.cpu{ip=...}`).

@@ -12,10 +12,7 @@ mod support;
 use std::time::Duration;
 
 use base64::Engine as _;
-use prost::Message as _;
-use scrape_support::{Scraper, captured, eventually, free_port, metric};
-use scraper::protocols::pyroscope::proto::push::v1::{PushRequest, RawProfileSeries, RawSample};
-use scraper::protocols::pyroscope::proto::types::v1::LabelPair;
+use scrape_support::{Scraper, eventually, free_port, metric, push_heap};
 use serde_json::json;
 use support::fake_kube::FakeKube;
 use support::pyroscope_receiver::PyroscopeReceiver;
@@ -84,33 +81,7 @@ pyroscope.write "rx" {{
 }
 
 async fn push(base: &str, service: &str) {
-    let labels = [("__name__", "memory"), ("service_name", service)];
-    let body = PushRequest {
-        series: vec![RawProfileSeries {
-            labels: labels
-                .iter()
-                .map(|(n, v)| LabelPair {
-                    name: n.to_string(),
-                    value: v.to_string(),
-                })
-                .collect(),
-            samples: vec![RawSample {
-                raw_profile: captured("goapp-heap-1.pb.gz").into(),
-                id: String::new(),
-            }],
-            annotations: vec![],
-        }],
-    }
-    .encode_to_vec();
-    let resp = reqwest::Client::new()
-        .post(format!("{base}/push.v1.PusherService/Push"))
-        .header("content-type", "application/proto")
-        .header("connect-protocol-version", "1")
-        .body(body)
-        .send()
-        .await
-        .expect("push");
-    assert_eq!(resp.status().as_u16(), 200);
+    push_heap(base, &[("__name__", "memory"), ("service_name", service)]).await;
 }
 
 /// The `Authorization` header the profile of `service` arrived with.

@@ -616,3 +616,39 @@ pub fn scaled_heap(factor: i64) -> Vec<u8> {
 pub fn decode(raw: &[u8]) -> scraper::pprof::proto::Profile {
     scraper::pprof::decode(raw, &scraper::pprof::Limits::default()).expect("valid profile")
 }
+
+/// Pushes one committed heap profile (`captured("goapp-heap-1.pb.gz")`) with `labels` to a
+/// `pyroscope.receive_http` at `base` over Push (Connect unary), and asserts it was accepted.
+pub async fn push_heap(base: &str, labels: &[(&str, &str)]) {
+    use prost::Message as _;
+    use scraper::protocols::pyroscope::proto::push::v1::{
+        PushRequest, RawProfileSeries, RawSample,
+    };
+    use scraper::protocols::pyroscope::proto::types::v1::LabelPair;
+    let body = PushRequest {
+        series: vec![RawProfileSeries {
+            labels: labels
+                .iter()
+                .map(|(n, v)| LabelPair {
+                    name: n.to_string(),
+                    value: v.to_string(),
+                })
+                .collect(),
+            samples: vec![RawSample {
+                raw_profile: captured("goapp-heap-1.pb.gz").into(),
+                id: String::new(),
+            }],
+            annotations: vec![],
+        }],
+    }
+    .encode_to_vec();
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/push.v1.PusherService/Push"))
+        .header("content-type", "application/proto")
+        .header("connect-protocol-version", "1")
+        .body(body)
+        .send()
+        .await
+        .expect("push");
+    assert_eq!(resp.status().as_u16(), 200);
+}
