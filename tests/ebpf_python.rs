@@ -25,6 +25,13 @@
 //! root unless `SCRAPER_REQUIRE_BPF=1`, and without py-spy unless `SCRAPER_REQUIRE_PYSPY=1`; an
 //! interpreter that is not installed is skipped the same way. Nothing is installed from here.
 //!
+//! `python_frames_in_a_container` runs Debian's interpreter the way a container does: in its own
+//! pid and mount namespaces (`unshare`), from a tmpfs mounted inside them, so that the host
+//! reaches the executable only through `/proc/<pid>/root` and the interpreter's thread knows
+//! itself by its namespace's thread id (1), not the host's. Only the chain criterion above and
+//! "no torn stack of ours" are asserted there (over ~2 collection intervals, no py-spy): the
+//! thread is matched by its FS base, which is the same in every namespace.
+//!
 //! Test-only switches: `EBPF_PYTHON_ONLY=LABEL[,LABEL]` compares only those interpreters (e.g.
 //! `pyenv-3.13`); `EBPF_PYTHON_DEBUG=1` prints, for each, our stacks that hold `via_c` without
 //! `cb` and those that still show a native `_PyEval_EvalFrameDefault` (an activation no Python
@@ -40,7 +47,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use scrape_support::{Scraper, decode};
 use scraper::pprof::proto::Profile;
-use support::ebpf::{need_root, spawn};
+use support::ebpf::{need_compiler, need_root, spawn};
 use support::pyroscope_receiver::PyroscopeReceiver;
 
 /// The scraper's collection interval, seconds.
@@ -550,6 +557,166 @@ async fn python_frames_match_py_spy() {
         failures.extend(compare(label, python, &spy).await);
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The container test's interpreter (CI installs it) and the shell that starts it inside the
+/// namespaces: a tmpfs on `$1` (private to the new mount namespace, `unshare`'s default
+/// propagation), the interpreter `$2` copied there and exec'd on the fixture `$3`, so that it
+/// is the namespace's pid 1.
+const CONTAINED_PYTHON: &str = "/usr/bin/python3.11";
+const CONTAINER_SHELL: &str =
+    r#"mount -t tmpfs scraper-py "$1" && cp "$2" "$1/python3.11" && exec "$1/python3.11" "$3""#;
+/// Profiles the container test reads: its first (a partial interval) and a whole one.
+const CONTAINER_PROFILES: usize = 2;
+/// A sanity floor: ~480 samples are expected in two intervals at half a core.
+const CONTAINER_MIN_SAMPLES: f64 = 50.0;
+
+/// The host pid of the child of `parent` (`unshare`) once it runs the executable `exe` (the
+/// shell exec'd it); `None` when `parent` exits first or 10 s pass.
+fn contained_pid(parent: &mut std::process::Child, exe: &Path) -> Option<u32> {
+    let ppid = format!("PPid:\t{}", parent.id());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if !matches!(parent.try_wait(), Ok(None)) {
+            return None;
+        }
+        let procs = std::fs::read_dir("/proc").ok()?;
+        for pid in procs.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            if status.lines().any(|l| l == ppid)
+                && std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|l| l == exe)
+            {
+                return Some(pid);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// `NSpid` of `/proc/<pid>/status`: the process's pid in each namespace, the host's first.
+fn ns_pids(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Python frames of an interpreter in a container: another pid namespace (its thread's
+/// `native_thread_id` is the namespace's id, which the BPF program never sees) and another
+/// mount namespace (its executable is on a tmpfs the host does not see).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_frames_in_a_container() {
+    if !need_root("loading BPF and entering new namespaces")
+        || !need_compiler("unshare")
+        || !need_compiler(CONTAINED_PYTHON)
+    {
+        return;
+    }
+    let mount = tempfile::tempdir().expect("temp dir");
+    let exe = mount.path().join("python3.11");
+    let mount_arg = mount.path().to_str().expect("temp dir is UTF-8");
+    let mut fixture_proc = spawn(
+        &[
+            "unshare",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--mount",
+            "--mount-proc",
+            "sh",
+            "-c",
+            CONTAINER_SHELL,
+            "sh",
+            mount_arg,
+            CONTAINED_PYTHON,
+        ],
+        &fixture(),
+    );
+    let pid = contained_pid(&mut fixture_proc.child, &exe)
+        .unwrap_or_else(|| panic!("no child of unshare runs {}", exe.display()));
+    // The premises: pid 1 of its own namespace, run from a file the host sees only through
+    // the process's root.
+    let ns = ns_pids(pid);
+    assert_eq!(ns, [pid, 1], "NSpid of {pid}");
+    assert!(!exe.exists(), "the host sees {}", exe.display());
+    let via_root =
+        Path::new(&format!("/proc/{pid}/root")).join(exe.strip_prefix("/").unwrap_or(&exe));
+    assert!(via_root.exists(), "{} missing", via_root.display());
+
+    let receiver = PyroscopeReceiver::start().await;
+    let service = "py-container";
+    let url = receiver.url();
+    let scraper = Scraper::start(|_| config(pid, service, &url, true)).await;
+    let ours = |r: &PyroscopeReceiver| -> Vec<Profile> {
+        r.received()
+            .iter()
+            .filter(|x| x.label("service_name") == Some(service))
+            .map(|x| decode(&x.raw))
+            .collect()
+    };
+    let timeout = Duration::from_secs((CONTAINER_PROFILES as u64 + 3) * COLLECT);
+    let arrived = scraper
+        .wait(timeout, |_| ours(&receiver).len() >= CONTAINER_PROFILES)
+        .await;
+    let info = scraper.component("pyroscope.ebpf.py").await;
+    drop(fixture_proc);
+    assert!(
+        arrived,
+        "fewer than {CONTAINER_PROFILES} profiles in {timeout:?}\n{info:#}\n{}",
+        scraper.logs()
+    );
+    assert_eq!(info["debugInfo"]["mode"], "bpf", "{info:#}");
+    let mut our = Stacks::default();
+    for p in ours(&receiver) {
+        our_stacks(&p, &mut our);
+    }
+    let (whole, with_hot) = our.chain();
+    let (torn, heaviest) = our.torn();
+    eprintln!(
+        "\ncontainer ({CONTAINED_PYTHON} run as {}, host pid {pid}, NSpid {ns:?})",
+        exe.display()
+    );
+    eprintln!("python debug info: {:#}", info["debugInfo"]["python"]);
+    eprintln!("bpf counters: {}", info["debugInfo"]["bpf"]);
+    if let Some((names, _, w)) = our
+        .stacks
+        .iter()
+        .filter(|s| s.0.iter().any(|n| n == "hot"))
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+    {
+        eprintln!(
+            "  heaviest stack with hot ({w:.0} samples), leaf first: {}",
+            names.join(" <- ")
+        );
+    }
+    eprintln!(
+        "  samples: {:.0}; hot with outer->middle->hot and native below: {whole:.0}/{with_hot:.0} = {:.1} %; hot share {:.1} %; torn {torn:.0} {heaviest:?}",
+        our.total(),
+        100.0 * whole / with_hot.max(1.0),
+        100.0 * our.share("hot")
+    );
+    let mut failures = Vec::new();
+    if our.total() < CONTAINER_MIN_SAMPLES {
+        failures.push(format!("too few samples: {}", our.total()));
+    }
+    if whole < MIN_CHAIN * with_hot || with_hot == 0.0 {
+        failures.push(format!(
+            "only {whole:.0} of {with_hot:.0} samples with hot show outer->middle->hot above native frames"
+        ));
+    }
+    if torn > 0.0 {
+        failures.push(format!(
+            "{torn:.0} samples have Python frames the fixture never nests so: {heaviest:?}"
+        ));
+    }
+    assert!(failures.is_empty(), "{failures:#?}\n{}", scraper.logs());
 }
 
 #[test]
