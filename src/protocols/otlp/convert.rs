@@ -17,9 +17,13 @@
 //!   `default_sample_type`, `doc_url`, `is_folded` and the mappings' `has_*` flags.
 //!
 //! OTLP → pprof ([`to_pprof`]) checks every index and returns one single-type pprof per OTLP
-//! profile; tests use it for round trips, and a receiver could.
+//! profile, keeping what pprof can hold ([`SampleLabels::Lossless`]): tests and the fake
+//! Pyroscope use it for round trips. A receiver uses [`samples_to_pprof`] with
+//! [`SampleLabels::Pyroscope`] and [`label_value`], which read attributes as Pyroscope's OTLP
+//! ingestion does (see [`label_value`] for the source followed).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 
 use thiserror::Error;
 
@@ -63,6 +67,160 @@ pub enum ConvertError {
     ValueOverflow,
     #[error("OTLP sample has neither values nor timestamps (a sample value is required)")]
     NoValue,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attribute values as labels
+// ---------------------------------------------------------------------------------------------
+
+/// The kinds of attribute value that have no label form in Pyroscope's OTLP ingestion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ValueKind {
+    Bool,
+    Double,
+    Bytes,
+    /// An array of more than one value, or of one value that is neither a string nor an int.
+    Array,
+    Kvlist,
+}
+
+impl ValueKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ValueKind::Bool => "bool",
+            ValueKind::Double => "double",
+            ValueKind::Bytes => "bytes",
+            ValueKind::Array => "array",
+            ValueKind::Kvlist => "kvlist",
+        }
+    }
+}
+
+/// Where an attribute was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Place {
+    Resource,
+    Scope,
+    Sample,
+}
+
+impl Place {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Place::Resource => "resource",
+            Place::Scope => "scope",
+            Place::Sample => "sample",
+        }
+    }
+}
+
+/// What an attribute value is as a label.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LabelValue<'a> {
+    Text(Cow<'a, str>),
+    /// No value, or an empty one: nothing is lost by leaving the label out.
+    Absent,
+    /// A value with content that has no label form: left out, and counted by the caller.
+    Dropped(ValueKind),
+}
+
+/// An attribute value as the label value Pyroscope's OTLP ingestion makes of it, for resource,
+/// scope and sample attributes alike. Followed: grafana/pyroscope v2.2.1 (unchanged on main at
+/// 3fe6a457, 2026-08-21), `pkg/ingester/otlp/ingest_handler.go` `stringValueFromAnyValue` and
+/// `decodeSingleAnyValue` (since #4988), used by `appendAttributesUnique` and
+/// `getServiceNameFromAttributes` for resource and scope attributes and by
+/// `convertSampleAttributesToLabelsBack` in `convert.go` for sample attributes:
+/// * a string is itself, an int its decimal form (`strconv.FormatInt`);
+/// * an array of exactly one string or int is that element, as above;
+/// * bool, double, bytes, kvlist, other arrays give "" there, and an empty value means no label.
+///
+/// One difference: `string_value_strindex` (a string kept in the dictionary's string table) is
+/// read as the string it stands for, where Pyroscope, whose switch has no case for it, drops
+/// it; an index out of the table is an error, like every other dictionary index.
+pub fn label_value<'a>(
+    value: Option<&'a AnyValue>,
+    strings: &'a [String],
+) -> Result<LabelValue<'a>, ConvertError> {
+    let Some(value) = value.and_then(|v| v.value.as_ref()) else {
+        return Ok(LabelValue::Absent);
+    };
+    if let any_value::Value::ArrayValue(a) = value {
+        return match a.values.as_slice() {
+            [] => Ok(LabelValue::Absent),
+            [one] => Ok(match single_value(one.value.as_ref(), strings)? {
+                LabelValue::Dropped(_) => LabelValue::Dropped(ValueKind::Array),
+                v => v,
+            }),
+            _ => Ok(LabelValue::Dropped(ValueKind::Array)),
+        };
+    }
+    single_value(Some(value), strings)
+}
+
+/// A value that is not an array, or an array's only element (a nested array is dropped).
+fn single_value<'a>(
+    value: Option<&'a any_value::Value>,
+    strings: &'a [String],
+) -> Result<LabelValue<'a>, ConvertError> {
+    use any_value::Value;
+    let text = |s: &'a str| {
+        if s.is_empty() {
+            LabelValue::Absent
+        } else {
+            LabelValue::Text(Cow::Borrowed(s))
+        }
+    };
+    Ok(match value {
+        None => LabelValue::Absent,
+        Some(Value::StringValue(s)) => text(s),
+        Some(Value::StringValueStrindex(i)) => {
+            text(get("string_table", strings, i64::from(*i))?.as_str())
+        }
+        Some(Value::IntValue(n)) => LabelValue::Text(Cow::Owned(n.to_string())),
+        Some(Value::BoolValue(_)) => LabelValue::Dropped(ValueKind::Bool),
+        Some(Value::DoubleValue(_)) => LabelValue::Dropped(ValueKind::Double),
+        Some(Value::BytesValue(b)) if b.is_empty() => LabelValue::Absent,
+        Some(Value::BytesValue(_)) => LabelValue::Dropped(ValueKind::Bytes),
+        Some(Value::KvlistValue(l)) if l.values.is_empty() => LabelValue::Absent,
+        Some(Value::KvlistValue(_)) => LabelValue::Dropped(ValueKind::Kvlist),
+        Some(Value::ArrayValue(a)) if a.values.is_empty() => LabelValue::Absent,
+        Some(Value::ArrayValue(_)) => LabelValue::Dropped(ValueKind::Array),
+    })
+}
+
+/// Attributes left out of the labels for want of a label form ([`LabelValue::Dropped`]), per
+/// place and kind: a receiver counts and reports them (Pyroscope drops them silently).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct DroppedAttributes {
+    pub counts: BTreeMap<(Place, ValueKind), u64>,
+    /// The first one's key, for the warning.
+    pub first_key: Option<String>,
+}
+
+impl DroppedAttributes {
+    pub fn add(&mut self, place: Place, kind: ValueKind, key: &str) {
+        *self.counts.entry((place, kind)).or_insert(0) += 1;
+        if self.first_key.is_none() {
+            self.first_key = Some(key.to_owned());
+        }
+    }
+
+    pub fn merge(&mut self, other: DroppedAttributes) {
+        for (k, n) in other.counts {
+            *self.counts.entry(k).or_insert(0) += n;
+        }
+        if self.first_key.is_none() {
+            self.first_key = other.first_key;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.values().fold(0u64, |a, n| a.saturating_add(*n))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,11 +703,51 @@ struct Rebuild<'a> {
     locations: HashMap<i32, u64>,
     /// Each attribute resolved once: a large attribute shared by many samples is copied into
     /// the string table once, not once per sample (as Pyroscope's `addstr` does).
-    labels: HashMap<i32, Option<pprof::Label>>,
+    labels: HashMap<i32, Resolved>,
+    /// A link's labels, made once per link like the attributes.
+    links: HashMap<i32, Vec<pprof::Label>>,
+    rule: SampleLabels,
+}
+
+/// How sample attributes become pprof labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleLabels {
+    /// Everything pprof can hold: strings as string labels (empty ones too), ints and bools as
+    /// numeric labels with their unit; other kinds are left out. For round trips.
+    Lossless,
+    /// As Pyroscope's OTLP ingestion makes them ([`label_value`]): string labels only, empty
+    /// values and kinds without a label form left out, and a sample's link as `span_id` and
+    /// `trace_id` labels (`convertSampleAttributesToLabelsBack` in
+    /// `pkg/ingester/otlp/convert.go`, grafana/pyroscope v2.2.1).
+    Pyroscope,
+}
+
+/// Pyroscope's names for a sample's trace link (`pkg/pprof/pprof.go`, `SpanIDLabelName`,
+/// `TraceIDLabelName`).
+pub const SPAN_ID_LABEL: &str = "span_id";
+pub const TRACE_ID_LABEL: &str = "trace_id";
+
+/// One attribute as a pprof label, or why it is none.
+#[derive(Clone, Copy)]
+enum Resolved {
+    Label(pprof::Label),
+    Absent,
+    Dropped(ValueKind),
+}
+
+/// Lowercase hex, as Go's `hex.EncodeToString`.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 impl<'a> Rebuild<'a> {
-    fn new(dict: &'a otlp::ProfilesDictionary) -> Self {
+    fn new(dict: &'a otlp::ProfilesDictionary, rule: SampleLabels) -> Self {
         let mut r = Rebuild {
             dict,
             p: pprof::Profile {
@@ -561,6 +759,8 @@ impl<'a> Rebuild<'a> {
             mappings: HashMap::new(),
             locations: HashMap::new(),
             labels: HashMap::new(),
+            links: HashMap::new(),
+            rule,
         };
         r.strings.insert(0, 0);
         r
@@ -675,21 +875,56 @@ impl<'a> Rebuild<'a> {
         })
     }
 
-    fn label(&mut self, a: i32) -> Result<Option<pprof::Label>, ConvertError> {
-        if let Some(l) = self.labels.get(&a) {
-            return Ok(*l);
-        }
-        let l = self.resolve_label(a)?;
-        self.labels.insert(a, l);
-        Ok(l)
+    /// Attribute `a` as a pprof label; a dropped one is counted in `dropped` each time a
+    /// sample refers to it.
+    fn label(
+        &mut self,
+        a: i32,
+        dropped: &mut DroppedAttributes,
+    ) -> Result<Option<pprof::Label>, ConvertError> {
+        let resolved = match self.labels.get(&a) {
+            Some(r) => *r,
+            None => {
+                let r = self.resolve_label(a)?;
+                self.labels.insert(a, r);
+                r
+            }
+        };
+        Ok(match resolved {
+            Resolved::Label(l) => Some(l),
+            Resolved::Absent => None,
+            Resolved::Dropped(kind) => {
+                let kv = get("attribute_table", &self.dict.attribute_table, i64::from(a))?;
+                let key = get(
+                    "string_table",
+                    &self.dict.string_table,
+                    kv.key_strindex.into(),
+                )?;
+                dropped.add(Place::Sample, kind, key);
+                None
+            }
+        })
     }
 
-    fn resolve_label(&mut self, a: i32) -> Result<Option<pprof::Label>, ConvertError> {
+    fn resolve_label(&mut self, a: i32) -> Result<Resolved, ConvertError> {
         let kv = get("attribute_table", &self.dict.attribute_table, i64::from(a))?;
         let key = self.string(kv.key_strindex)?;
+        if self.rule == SampleLabels::Pyroscope {
+            let text = match label_value(kv.value.as_ref(), &self.dict.string_table)? {
+                LabelValue::Text(t) => t.into_owned(),
+                LabelValue::Absent => return Ok(Resolved::Absent),
+                LabelValue::Dropped(kind) => return Ok(Resolved::Dropped(kind)),
+            };
+            let str = self.string_value(&text);
+            return Ok(Resolved::Label(pprof::Label {
+                key,
+                str,
+                ..pprof::Label::default()
+            }));
+        }
         if let Some(text) = self.attribute_text(kv)? {
             let str = self.string_value(&text);
-            return Ok(Some(pprof::Label {
+            return Ok(Resolved::Label(pprof::Label {
                 key,
                 str,
                 ..pprof::Label::default()
@@ -699,14 +934,47 @@ impl<'a> Rebuild<'a> {
             Some(any_value::Value::IntValue(n)) => *n,
             Some(any_value::Value::BoolValue(b)) => i64::from(*b),
             // Doubles, bytes, arrays and maps have no pprof label form.
-            _ => return Ok(None),
+            _ => return Ok(Resolved::Absent),
         };
-        Ok(Some(pprof::Label {
+        Ok(Resolved::Label(pprof::Label {
             key,
             num,
             num_unit: self.string(kv.unit_strindex)?,
             ..pprof::Label::default()
         }))
+    }
+
+    /// A sample's trace link as Pyroscope labels it: `span_id` (hex), and `trace_id` (hex)
+    /// when it has the 16 bytes of a trace id. An empty span id gives no label (Pyroscope
+    /// writes an empty one, which is no label in a series either).
+    fn link_labels(&mut self, i: i32, out: &mut Vec<pprof::Label>) -> Result<(), ConvertError> {
+        if let Some(labels) = self.links.get(&i) {
+            out.extend_from_slice(labels);
+            return Ok(());
+        }
+        let link = get("link_table", &self.dict.link_table, i64::from(i))?;
+        let mut labels = Vec::with_capacity(2);
+        if !link.span_id.is_empty() {
+            let key = self.string_value(SPAN_ID_LABEL);
+            let str = self.string_value(&hex(&link.span_id));
+            labels.push(pprof::Label {
+                key,
+                str,
+                ..pprof::Label::default()
+            });
+        }
+        if link.trace_id.len() == 16 {
+            let key = self.string_value(TRACE_ID_LABEL);
+            let str = self.string_value(&hex(&link.trace_id));
+            labels.push(pprof::Label {
+                key,
+                str,
+                ..pprof::Label::default()
+            });
+        }
+        out.extend_from_slice(&labels);
+        self.links.insert(i, labels);
+        Ok(())
     }
 }
 
@@ -744,9 +1012,9 @@ fn checked_sum(values: &[i64]) -> Result<i64, ConvertError> {
 }
 
 /// Bytes the pprof samples built from `samples` take, before any is built: a location id per
-/// frame of each sample's stack and a label per attribute, each sample holding its own copy
-/// (the OTLP dictionary shares a stack among samples, pprof does not). Out-of-range indices
-/// count as nothing here (the conversion reports them). Saturates.
+/// frame of each sample's stack and a label per attribute (two for a link), each sample holding
+/// its own copy (the OTLP dictionary shares a stack among samples, pprof does not).
+/// Out-of-range indices count as nothing here (the conversion reports them). Saturates.
 pub fn output_bytes<'a>(
     dict: &otlp::ProfilesDictionary,
     samples: impl IntoIterator<Item = &'a otlp::Sample>,
@@ -760,7 +1028,9 @@ pub fn output_bytes<'a>(
             .ok()
             .and_then(|i| dict.stack_table.get(i))
             .map_or(0, |st| st.location_indices.len() as u64);
-        let labels = s.attribute_indices.len() as u64;
+        // A link adds up to two labels (span and trace id).
+        let links = if s.link_index != 0 { 2 } else { 0 };
+        let labels = (s.attribute_indices.len() as u64).saturating_add(links);
         total = total
             .saturating_add(SAMPLE)
             .saturating_add(frames.saturating_mul(LOCATION_ID))
@@ -793,19 +1063,30 @@ fn profile_to_pprof(
     prof: &otlp::Profile,
 ) -> Result<pprof::Profile, ConvertError> {
     let samples: Vec<&otlp::Sample> = prof.samples.iter().collect();
-    samples_to_pprof(dict, prof, &samples, &[])
+    let mut dropped = DroppedAttributes::default();
+    samples_to_pprof(
+        dict,
+        prof,
+        &samples,
+        SampleLabels::Lossless,
+        &[],
+        &mut dropped,
+    )
 }
 
 /// `prof` reduced to `samples` (some of its samples: a receiver splits a profile by a sample
-/// attribute) as a single-type pprof; sample attributes whose key is in `skip` do not become
-/// pprof labels.
+/// attribute) as a single-type pprof, its labels made by `rule`; sample attributes whose key
+/// is in `skip` do not become pprof labels, and those dropped for their kind are counted in
+/// `dropped`.
 pub fn samples_to_pprof(
     dict: &otlp::ProfilesDictionary,
     prof: &otlp::Profile,
     samples: &[&otlp::Sample],
+    rule: SampleLabels,
     skip: &[&str],
+    dropped: &mut DroppedAttributes,
 ) -> Result<pprof::Profile, ConvertError> {
-    let mut r = Rebuild::new(dict);
+    let mut r = Rebuild::new(dict, rule);
     let st = prof
         .sample_type
         .as_ref()
@@ -831,8 +1112,8 @@ pub fn samples_to_pprof(
             (v, t) if v == t => checked_sum(&s.values)?,
             (got, timestamps) => return Err(ConvertError::SampleShape { got, timestamps }),
         };
-        // Links are not carried over, but a reference out of the table is a broken request.
-        // (0 is "no link", valid even when the table is empty.)
+        // A reference out of the link table is a broken request, whether or not the rule
+        // labels links. (0 is "no link", valid even when the table is empty.)
         if s.link_index != 0 {
             get("link_table", &dict.link_table, i64::from(s.link_index))?;
         }
@@ -850,9 +1131,12 @@ pub fn samples_to_pprof(
                     continue;
                 }
             }
-            if let Some(l) = r.label(a)? {
+            if let Some(l) = r.label(a, dropped)? {
                 label.push(l);
             }
+        }
+        if rule == SampleLabels::Pyroscope && s.link_index != 0 {
+            r.link_labels(s.link_index, &mut label)?;
         }
         out.push(pprof::Sample {
             location_id,

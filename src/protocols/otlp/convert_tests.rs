@@ -329,3 +329,339 @@ fn timestamp_only_samples_count_one_each() {
     let back = to_pprof(&req).expect("convert");
     assert_eq!(back[0].profile.sample[0].value, vec![3]);
 }
+
+fn any(v: any_value::Value) -> AnyValue {
+    AnyValue { value: Some(v) }
+}
+
+fn array(values: Vec<any_value::Value>) -> any_value::Value {
+    any_value::Value::ArrayValue(crate::protocols::otlp::proto::common::v1::ArrayValue {
+        values: values.into_iter().map(any).collect(),
+    })
+}
+
+#[test]
+fn attribute_values_read_as_pyroscope_reads_them() {
+    use any_value::Value as V;
+    let kvlist = |n: usize| {
+        V::KvlistValue(crate::protocols::otlp::proto::common::v1::KeyValueList {
+            values: (0..n)
+                .map(|i| KeyValue {
+                    key: format!("k{i}"),
+                    value: Some(any(V::StringValue("v".into()))),
+                    key_strindex: 0,
+                })
+                .collect(),
+        })
+    };
+    let strings: Vec<String> = ["", "from-table"].iter().map(|s| s.to_string()).collect();
+    let text = |s: &str| Ok(LabelValue::Text(Cow::Owned(s.to_owned())));
+    let dropped = |k| Ok(LabelValue::Dropped(k));
+    let absent = || Ok(LabelValue::Absent);
+    // (what, value, label value) as Pyroscope v2.2.1's stringValueFromAnyValue gives it.
+    let cases: Vec<(&str, Option<AnyValue>, Result<LabelValue, ConvertError>)> = vec![
+        ("no AnyValue", None, absent()),
+        ("empty AnyValue", Some(AnyValue { value: None }), absent()),
+        ("string", Some(any(V::StringValue("go".into()))), text("go")),
+        (
+            "empty string",
+            Some(any(V::StringValue(String::new()))),
+            absent(),
+        ),
+        ("int", Some(any(V::IntValue(42))), text("42")),
+        ("zero int", Some(any(V::IntValue(0))), text("0")),
+        (
+            "negative int",
+            Some(any(V::IntValue(i64::MIN))),
+            text("-9223372036854775808"),
+        ),
+        (
+            "bool",
+            Some(any(V::BoolValue(true))),
+            dropped(ValueKind::Bool),
+        ),
+        (
+            "false",
+            Some(any(V::BoolValue(false))),
+            dropped(ValueKind::Bool),
+        ),
+        (
+            "double",
+            Some(any(V::DoubleValue(1.5))),
+            dropped(ValueKind::Double),
+        ),
+        (
+            "bytes",
+            Some(any(V::BytesValue(vec![1, 2]))),
+            dropped(ValueKind::Bytes),
+        ),
+        (
+            "empty bytes",
+            Some(any(V::BytesValue(Vec::new()))),
+            absent(),
+        ),
+        ("kvlist", Some(any(kvlist(1))), dropped(ValueKind::Kvlist)),
+        ("empty kvlist", Some(any(kvlist(0))), absent()),
+        (
+            "array of a string",
+            Some(any(array(vec![V::StringValue("one".into())]))),
+            text("one"),
+        ),
+        (
+            "array of an int",
+            Some(any(array(vec![V::IntValue(7)]))),
+            text("7"),
+        ),
+        (
+            "array of an empty string",
+            Some(any(array(vec![V::StringValue(String::new())]))),
+            absent(),
+        ),
+        (
+            "array of a bool",
+            Some(any(array(vec![V::BoolValue(true)]))),
+            dropped(ValueKind::Array),
+        ),
+        (
+            "array of a double",
+            Some(any(array(vec![V::DoubleValue(2.0)]))),
+            dropped(ValueKind::Array),
+        ),
+        (
+            "array of two strings",
+            Some(any(array(vec![
+                V::StringValue("a".into()),
+                V::StringValue("b".into()),
+            ]))),
+            dropped(ValueKind::Array),
+        ),
+        (
+            "array of an array",
+            Some(any(array(vec![array(vec![V::IntValue(1)])]))),
+            dropped(ValueKind::Array),
+        ),
+        ("empty array", Some(any(array(Vec::new()))), absent()),
+        // Ours: Pyroscope does not read string_value_strindex (no label).
+        (
+            "string from the table",
+            Some(any(V::StringValueStrindex(1))),
+            text("from-table"),
+        ),
+        (
+            "array of a string from the table",
+            Some(any(array(vec![V::StringValueStrindex(1)]))),
+            text("from-table"),
+        ),
+        (
+            "empty string from the table",
+            Some(any(V::StringValueStrindex(0))),
+            absent(),
+        ),
+        (
+            "string index out of the table",
+            Some(any(V::StringValueStrindex(5))),
+            Err(ConvertError::OtlpIndex {
+                table: "string_table",
+                index: 5,
+                len: 2,
+            }),
+        ),
+    ];
+    for (what, value, want) in cases {
+        assert_eq!(label_value(value.as_ref(), &strings), want, "{what}");
+    }
+}
+
+/// A profile whose one sample carries every attribute of `attrs` and optionally a link.
+fn with_attributes(
+    attrs: Vec<(&str, any_value::Value, &str)>,
+    link: Option<otlp::Link>,
+) -> (otlp::ProfilesDictionary, otlp::Profile) {
+    let p = B::new(&[("samples", "count")]).sample(&["a"], &[1]).build();
+    let mut b = RequestBuilder::new();
+    b.add(&[], &p).expect("convert");
+    let mut req = b.build();
+    let mut dict = req.dictionary.take().expect("dictionary");
+    let mut prof = req.resource_profiles[0].scope_profiles[0]
+        .profiles
+        .remove(0);
+    let mut indices = Vec::new();
+    for (key, value, unit) in attrs {
+        let key_strindex = dict.string_table.len() as i32;
+        dict.string_table.push(key.to_owned());
+        let unit_strindex = dict.string_table.len() as i32;
+        dict.string_table.push(unit.to_owned());
+        indices.push(dict.attribute_table.len() as i32);
+        dict.attribute_table.push(otlp::KeyValueAndUnit {
+            key_strindex,
+            value: Some(any(value)),
+            unit_strindex,
+        });
+    }
+    prof.samples[0].attribute_indices = indices;
+    if let Some(link) = link {
+        prof.samples[0].link_index = dict.link_table.len() as i32;
+        dict.link_table.push(link);
+    }
+    (dict, prof)
+}
+
+/// (key, string, number, unit) of every label of the only sample, in order.
+fn sample_labels(p: &pprof::Profile) -> Vec<(String, String, i64, String)> {
+    let s = |i: i64| p.string_table[i as usize].clone();
+    p.sample[0]
+        .label
+        .iter()
+        .map(|l| (s(l.key), s(l.str), l.num, s(l.num_unit)))
+        .collect()
+}
+
+#[test]
+fn sample_attributes_become_labels_by_rule() {
+    use any_value::Value as V;
+    let attrs = || {
+        vec![
+            ("thread.name", V::StringValue("worker".into()), ""),
+            ("empty", V::StringValue(String::new()), ""),
+            ("cpu.logical_number", V::IntValue(7), ""),
+            ("bytes.allocated", V::IntValue(4096), "bytes"),
+            ("process.pid", array(vec![V::IntValue(12)]), ""),
+            ("flag", V::BoolValue(true), ""),
+            ("ratio", V::DoubleValue(0.5), ""),
+            ("pair", array(vec![V::IntValue(1), V::IntValue(2)]), ""),
+            ("service.name", V::StringValue("svc".into()), ""),
+        ]
+    };
+    let l = |k: &str, s: &str, n: i64, u: &str| (k.to_owned(), s.to_owned(), n, u.to_owned());
+    let link = otlp::Link {
+        trace_id: (1..=16).collect(),
+        span_id: vec![0xab, 0, 0xcd, 1, 2, 3, 4, 0xef],
+    };
+    // (rule, link, skip, labels, dropped (kind, count))
+    type Case<'a> = (
+        SampleLabels,
+        Option<otlp::Link>,
+        &'a [&'a str],
+        Vec<(String, String, i64, String)>,
+        Vec<(ValueKind, u64)>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            // Pyroscope v2.2.1 convertSampleAttributesToLabelsBack: string labels only, no
+            // unit, empty values and kinds without a label form left out.
+            SampleLabels::Pyroscope,
+            None,
+            &["service.name"],
+            vec![
+                l("thread.name", "worker", 0, ""),
+                l("cpu.logical_number", "7", 0, ""),
+                l("bytes.allocated", "4096", 0, ""),
+                l("process.pid", "12", 0, ""),
+            ],
+            vec![
+                (ValueKind::Bool, 1),
+                (ValueKind::Double, 1),
+                (ValueKind::Array, 1),
+            ],
+        ),
+        (
+            SampleLabels::Pyroscope,
+            Some(link.clone()),
+            &["service.name"],
+            vec![
+                l("thread.name", "worker", 0, ""),
+                l("cpu.logical_number", "7", 0, ""),
+                l("bytes.allocated", "4096", 0, ""),
+                l("process.pid", "12", 0, ""),
+                l("span_id", "ab00cd01020304ef", 0, ""),
+                l("trace_id", "0102030405060708090a0b0c0d0e0f10", 0, ""),
+            ],
+            vec![
+                (ValueKind::Bool, 1),
+                (ValueKind::Double, 1),
+                (ValueKind::Array, 1),
+            ],
+        ),
+        (
+            // A trace id that is not 16 bytes gives no trace_id; an empty span id no span_id.
+            SampleLabels::Pyroscope,
+            Some(otlp::Link {
+                trace_id: vec![1, 2],
+                span_id: Vec::new(),
+            }),
+            &[],
+            vec![
+                l("thread.name", "worker", 0, ""),
+                l("cpu.logical_number", "7", 0, ""),
+                l("bytes.allocated", "4096", 0, ""),
+                l("process.pid", "12", 0, ""),
+                l("service.name", "svc", 0, ""),
+            ],
+            vec![
+                (ValueKind::Bool, 1),
+                (ValueKind::Double, 1),
+                (ValueKind::Array, 1),
+            ],
+        ),
+        (
+            // What to_pprof keeps for round trips: numbers with their unit, links left out.
+            SampleLabels::Lossless,
+            Some(link.clone()),
+            &[],
+            vec![
+                l("thread.name", "worker", 0, ""),
+                l("empty", "", 0, ""),
+                l("cpu.logical_number", "", 7, ""),
+                l("bytes.allocated", "", 4096, "bytes"),
+                l("flag", "", 1, ""),
+                l("service.name", "svc", 0, ""),
+            ],
+            Vec::new(),
+        ),
+    ];
+    for (i, (rule, link, skip, want, want_dropped)) in cases.into_iter().enumerate() {
+        let (dict, prof) = with_attributes(attrs(), link);
+        let samples: Vec<&otlp::Sample> = prof.samples.iter().collect();
+        let mut dropped = DroppedAttributes::default();
+        let p =
+            samples_to_pprof(&dict, &prof, &samples, rule, skip, &mut dropped).expect("converts");
+        assert_eq!(sample_labels(&p), want, "case {i}");
+        let got: Vec<(ValueKind, u64)> = dropped
+            .counts
+            .iter()
+            .map(|((place, kind), n)| {
+                assert_eq!(*place, Place::Sample);
+                (*kind, *n)
+            })
+            .collect();
+        assert_eq!(got, want_dropped, "case {i}");
+        if !want_dropped.is_empty() {
+            assert_eq!(dropped.first_key.as_deref(), Some("flag"), "case {i}");
+        }
+    }
+}
+
+#[test]
+fn dropped_sample_attributes_count_once_per_sample() {
+    let (dict, mut prof) =
+        with_attributes(vec![("flag", any_value::Value::BoolValue(true), "")], None);
+    let s = prof.samples[0].clone();
+    prof.samples = vec![s; 3];
+    let samples: Vec<&otlp::Sample> = prof.samples.iter().collect();
+    let mut dropped = DroppedAttributes::default();
+    let p = samples_to_pprof(
+        &dict,
+        &prof,
+        &samples,
+        SampleLabels::Pyroscope,
+        &[],
+        &mut dropped,
+    )
+    .expect("converts");
+    assert!(p.sample.iter().all(|s| s.label.is_empty()));
+    assert_eq!(dropped.total(), 3);
+    assert_eq!(
+        dropped.counts.keys().copied().collect::<Vec<_>>(),
+        [(Place::Sample, ValueKind::Bool)]
+    );
+}

@@ -13,19 +13,35 @@
 //!   or, when it has none, after its sample type (where Pyroscope would leave `__name__` empty
 //!   and the profile could not be queried);
 //! * series labels: `__delta__="false"`, `__otel__="true"`, `__name__`, then the resource's and
-//!   the scope's attributes with non-empty string values (the first of a key wins), then
+//!   the scope's attributes that have a label value (the first of a key wins), then
 //!   `service_name`: the samples' `service.name`, else the resource's, else
 //!   `unknown_service[:<process.executable.name>]`;
+//! * sample labels: the samples' attributes but `service.name`, and their trace link as
+//!   `span_id`/`trace_id` ([`SampleLabels::Pyroscope`]);
+//! * attribute values, on the resource, the scope and the samples alike, as Pyroscope reads
+//!   them ([`label_value`]: strings, ints in decimal, an array of one of those; no label for an
+//!   empty value); bool, double, bytes, kvlist and other arrays have no label form and are
+//!   left out, as in Pyroscope, but counted in [`Ingest::dropped`] for the receiver to report;
 //! * a zero `time_unix_nano` becomes the time of receipt, a zero duration 10 s.
 //!
-//! Not carried over (as in Pyroscope, or not yet): trace links (`span_id`/`trace_id` labels),
-//! `[kernel]` mapping names and the mappings' `has_*` flags.
+//! Label count and length: Pyroscope's OTLP ingestion caps neither; its distributor refuses a
+//! series past its limits (`validation.max-label-names-per-series` 30, label names 1024 and
+//! values 2048 bytes) for every push path alike. `pyroscope.receive_http` forwards pushed
+//! labels as sent and leaves those limits to the backend, and so does this conversion: nothing
+//! is trimmed or dropped here for its size.
+//!
+//! Not carried over (as in Pyroscope, or not yet): `[kernel]` mapping names and the mappings'
+//! `has_*` flags.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use super::convert::{ConvertError, SERVICE_NAME_ATTRIBUTE, output_bytes, samples_to_pprof};
+use super::convert::{
+    ConvertError, DroppedAttributes, LabelValue, Place, SERVICE_NAME_ATTRIBUTE, SampleLabels,
+    label_value, output_bytes, samples_to_pprof,
+};
 use super::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
-use super::proto::common::v1::{KeyValue, any_value};
+use super::proto::common::v1::KeyValue;
 use super::proto::profiles::v1development as otlp;
 use crate::pprof::proto as pprof;
 use crate::profiles::Label;
@@ -44,12 +60,26 @@ pub struct Ingested {
     pub profile: pprof::Profile,
 }
 
+/// A request's profiles, and the attributes left out of their labels.
+#[derive(Debug, Default)]
+pub struct Ingest {
+    pub profiles: Vec<Ingested>,
+    /// Resource and scope attributes count once per resource and scope, sample attributes
+    /// once per sample that refers to them.
+    pub dropped: DroppedAttributes,
+}
+
 /// Why a request was refused (all of it: Pyroscope refuses the request at the first bad
 /// profile, and so do we, so that a client never has half a request accepted silently).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum IngestError {
     #[error("missing profile metadata dictionary")]
     NoDictionary,
+    #[error("failed to read the attributes of resource {resource}: {source}")]
+    Attributes {
+        resource: usize,
+        source: ConvertError,
+    },
     #[error(
         "failed to convert otel profile (resource {resource}, scope {scope}, profile {profile}): {source}"
     )]
@@ -61,37 +91,61 @@ pub enum IngestError {
     },
 }
 
-/// A non-empty string value of an attribute list (`None` for other kinds).
-fn string_value(kv: &KeyValue) -> Option<&str> {
-    match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-        Some(any_value::Value::StringValue(s)) if !s.is_empty() => Some(s),
-        _ => None,
-    }
+/// An attribute list's labels in order, the first of a key winning, with the service name
+/// they give; the attributes without a label form are counted in `dropped`.
+struct AttributeLabels {
+    labels: Vec<Label>,
 }
 
-/// The resource's service name, or `unknown_service[:<executable>]`.
-fn resource_service_name(attrs: &[KeyValue]) -> String {
-    let mut fallback = UNKNOWN_SERVICE.to_owned();
-    for kv in attrs {
-        if kv.key == SERVICE_NAME_ATTRIBUTE
-            && let Some(s) = string_value(kv)
-        {
+impl AttributeLabels {
+    fn read(
+        attrs: &[KeyValue],
+        place: Place,
+        strings: &[String],
+        dropped: &mut DroppedAttributes,
+    ) -> Result<Self, ConvertError> {
+        let mut labels: Vec<Label> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        for kv in attrs {
+            match label_value(kv.value.as_ref(), strings)? {
+                LabelValue::Text(v) => {
+                    // Pyroscope's `appendAttributesUnique`: a key already given a value keeps it.
+                    if seen.insert(kv.key.as_str()) {
+                        labels.push((kv.key.clone(), v.into_owned()));
+                    }
+                }
+                LabelValue::Absent => {}
+                LabelValue::Dropped(kind) => dropped.add(place, kind, &kv.key),
+            }
+        }
+        Ok(AttributeLabels { labels })
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The resource's service name, or `unknown_service[:<executable>]` (Pyroscope's
+    /// `getServiceNameFromAttributes`, which reads values as [`label_value`] does).
+    fn service_name(&self) -> String {
+        if let Some(s) = self.get(SERVICE_NAME_ATTRIBUTE) {
             return s.to_owned();
         }
-        if kv.key == EXECUTABLE_NAME_ATTRIBUTE
-            && let Some(s) = string_value(kv)
-        {
-            fallback.push(':');
-            fallback.push_str(s);
+        match self.get(EXECUTABLE_NAME_ATTRIBUTE) {
+            Some(exe) => format!("{UNKNOWN_SERVICE}:{exe}"),
+            None => UNKNOWN_SERVICE.to_owned(),
         }
     }
-    fallback
 }
 
-/// The value of a sample's `service.name` attribute, or "" (an unresolvable index counts as
-/// absent here; the conversion reports it). Borrowed from the request: a long name shared by
-/// many samples is not copied per sample.
-fn sample_service<'d>(s: &otlp::Sample, dict: &'d otlp::ProfilesDictionary) -> &'d str {
+/// The value of a sample's `service.name` attribute read as [`label_value`] reads it, or ""
+/// (an unresolvable index counts as absent here; the conversion reports it). Borrowed from
+/// the request when it is a string: a long name shared by many samples is not copied per
+/// sample.
+fn sample_service<'d>(s: &otlp::Sample, dict: &'d otlp::ProfilesDictionary) -> Cow<'d, str> {
     for &a in &s.attribute_indices {
         let Some(kv) = usize::try_from(a)
             .ok()
@@ -105,16 +159,14 @@ fn sample_service<'d>(s: &otlp::Sample, dict: &'d otlp::ProfilesDictionary) -> &
         if key.map(String::as_str) != Some(SERVICE_NAME_ATTRIBUTE) {
             continue;
         }
-        return match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-            Some(any_value::Value::StringValue(s)) => s,
-            Some(any_value::Value::StringValueStrindex(i)) => usize::try_from(*i)
-                .ok()
-                .and_then(|i| dict.string_table.get(i))
-                .map_or("", String::as_str),
-            _ => "",
+        // Pyroscope's `getAttributeValueByKeyOrEmpty`: the first attribute with the key
+        // decides, even when its value gives no label.
+        return match label_value(kv.value.as_ref(), &dict.string_table) {
+            Ok(LabelValue::Text(v)) => v,
+            _ => Cow::Borrowed(""),
         };
     }
-    ""
+    Cow::Borrowed("")
 }
 
 /// Bytes the pprof samples of the whole request take once converted (see
@@ -178,36 +230,35 @@ fn name_and_normalise(p: &mut pprof::Profile) -> String {
     }
 }
 
-/// Appends the non-empty string attributes whose key is not `seen` yet.
-fn append_attributes<'a>(
-    labels: &mut Vec<Label>,
-    attrs: &'a [KeyValue],
-    seen: &mut HashSet<&'a str>,
-) {
-    for kv in attrs {
-        if seen.contains(kv.key.as_str()) {
-            continue;
-        }
-        if let Some(v) = string_value(kv) {
-            labels.push((kv.key.clone(), v.to_owned()));
-            seen.insert(kv.key.as_str());
+/// Appends the labels whose key is not `seen` yet.
+fn append_attributes<'a>(labels: &mut Vec<Label>, attrs: &'a [Label], seen: &mut HashSet<&'a str>) {
+    for (k, v) in attrs {
+        if seen.insert(k.as_str()) {
+            labels.push((k.clone(), v.clone()));
         }
     }
 }
 
 /// Every profile of `req`, converted as Pyroscope converts it; `now_nanos` stands in for a
 /// missing timestamp.
-pub fn ingest(
-    req: &ExportProfilesServiceRequest,
-    now_nanos: i64,
-) -> Result<Vec<Ingested>, IngestError> {
+pub fn ingest(req: &ExportProfilesServiceRequest, now_nanos: i64) -> Result<Ingest, IngestError> {
     let dict = req.dictionary.as_ref().ok_or(IngestError::NoDictionary)?;
-    let mut out = Vec::new();
+    let strings = &dict.string_table[..];
+    let mut out = Ingest::default();
     for (ri, rp) in req.resource_profiles.iter().enumerate() {
+        let attrs_failed = |source| IngestError::Attributes {
+            resource: ri,
+            source,
+        };
         let resource_attrs = rp.resource.as_ref().map_or(&[][..], |r| &r.attributes[..]);
-        let resource_service = resource_service_name(resource_attrs);
+        let resource =
+            AttributeLabels::read(resource_attrs, Place::Resource, strings, &mut out.dropped)
+                .map_err(attrs_failed)?;
+        let resource_service = resource.service_name();
         for (si, sp) in rp.scope_profiles.iter().enumerate() {
             let scope_attrs = sp.scope.as_ref().map_or(&[][..], |s| &s.attributes[..]);
+            let scope = AttributeLabels::read(scope_attrs, Place::Scope, strings, &mut out.dropped)
+                .map_err(attrs_failed)?;
             for (pi, prof) in sp.profiles.iter().enumerate() {
                 let fail = |source| IngestError::Convert {
                     resource: ri,
@@ -216,12 +267,12 @@ pub fn ingest(
                     source,
                 };
                 // Groups in order of first appearance, so the output is deterministic.
-                let mut order: Vec<&str> = Vec::new();
-                let mut groups: HashMap<&str, Vec<&otlp::Sample>> = HashMap::new();
+                let mut order: Vec<Cow<'_, str>> = Vec::new();
+                let mut groups: HashMap<Cow<'_, str>, Vec<&otlp::Sample>> = HashMap::new();
                 for s in &prof.samples {
                     let svc = sample_service(s, dict);
                     groups
-                        .entry(svc)
+                        .entry(svc.clone())
                         .or_insert_with(|| {
                             order.push(svc);
                             Vec::new()
@@ -229,10 +280,16 @@ pub fn ingest(
                         .push(s);
                 }
                 for svc in order {
-                    let samples = groups.remove(svc).unwrap_or_default();
-                    let mut profile =
-                        samples_to_pprof(dict, prof, &samples, &[SERVICE_NAME_ATTRIBUTE])
-                            .map_err(fail)?;
+                    let samples = groups.remove(&svc).unwrap_or_default();
+                    let mut profile = samples_to_pprof(
+                        dict,
+                        prof,
+                        &samples,
+                        SampleLabels::Pyroscope,
+                        &[SERVICE_NAME_ATTRIBUTE],
+                        &mut out.dropped,
+                    )
+                    .map_err(fail)?;
                     let name = name_and_normalise(&mut profile);
                     if profile.time_nanos == 0 {
                         profile.time_nanos = now_nanos;
@@ -245,16 +302,19 @@ pub fn ingest(
                         ("__otel__".into(), "true".into()),
                         ("__name__".into(), name),
                     ];
+                    // Pyroscope lets a `service_name` attribute through, next to the
+                    // `service_name` added below, and its distributor then refuses the series
+                    // for the duplicate; here the one added below is the only one.
                     let mut seen: HashSet<&str> = HashSet::from(["__name__", "service_name"]);
-                    append_attributes(&mut labels, resource_attrs, &mut seen);
-                    append_attributes(&mut labels, scope_attrs, &mut seen);
+                    append_attributes(&mut labels, &resource.labels, &mut seen);
+                    append_attributes(&mut labels, &scope.labels, &mut seen);
                     let service = if svc.is_empty() {
                         resource_service.clone()
                     } else {
-                        svc.to_owned()
+                        svc.into_owned()
                     };
                     labels.push(("service_name".into(), service));
-                    out.push(Ingested { labels, profile });
+                    out.profiles.push(Ingested { labels, profile });
                 }
             }
         }

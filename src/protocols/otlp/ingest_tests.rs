@@ -1,5 +1,6 @@
 use super::*;
-use crate::protocols::otlp::proto::common::v1::{AnyValue, InstrumentationScope};
+use crate::protocols::otlp::convert::ValueKind;
+use crate::protocols::otlp::proto::common::v1::{AnyValue, InstrumentationScope, any_value};
 use crate::protocols::otlp::proto::profiles::v1development::{
     Function, KeyValueAndUnit, Line, Location, ProfilesDictionary, ResourceProfiles, ScopeProfiles,
     Stack, ValueType,
@@ -141,7 +142,9 @@ fn cpu_samples_are_split_by_service_and_converted_to_nanoseconds() {
         ..otlp::Profile::default()
     };
     let resource = vec![kv("host.name", "h1"), kv(EXECUTABLE_NAME_ATTRIBUTE, "app")];
-    let got = ingest(&request(profile, resource), 42).expect("ingests");
+    let got = ingest(&request(profile, resource), 42)
+        .expect("ingests")
+        .profiles;
     let services: Vec<_> = got.iter().map(|i| label(i, "service_name")).collect();
     assert_eq!(
         services,
@@ -204,7 +207,9 @@ fn names_follow_pyroscope() {
             samples: vec![sample(1, &[], 7)],
             ..otlp::Profile::default()
         };
-        let got = ingest(&request(profile, vec![kv("service.name", "svc")]), 42).expect("ok");
+        let got = ingest(&request(profile, vec![kv("service.name", "svc")]), 42)
+            .expect("ok")
+            .profiles;
         assert_eq!(got.len(), 1);
         assert_eq!(label(&got[0], "__name__"), Some(want), "{ty} {period}");
         assert_eq!(label(&got[0], "service_name"), Some("svc"));
@@ -231,7 +236,7 @@ fn bad_requests_are_refused() {
     );
     let none = otlp::Profile::default();
     assert_eq!(
-        ingest(&request(none, Vec::new()), 0).map(|v| v.len()),
+        ingest(&request(none, Vec::new()), 0).map(|v| v.profiles.len()),
         Ok(0),
         "no samples, no profile"
     );
@@ -264,7 +269,7 @@ fn an_attribute_shared_by_many_samples_is_copied_once() {
     });
     let samples = (0..1000).map(|i| sample(1 + i % 2, &[4, 3], 1)).collect();
     req.resource_profiles[0].scope_profiles[0].profiles[0].samples = samples;
-    let got = ingest(&req, 1).expect("ingests");
+    let got = ingest(&req, 1).expect("ingests").profiles;
     let p = &got[0].profile;
     assert_eq!(p.sample.len(), 1000);
     let copies = p.string_table.iter().filter(|s| **s == big).count();
@@ -361,4 +366,183 @@ fn samples_without_values_or_with_bad_links_are_refused() {
             (got, want) => panic!("case {i}: {got:?}, want {want:?}"),
         }
     }
+}
+
+fn kv_any(key: &str, value: any_value::Value) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(value) }),
+        ..KeyValue::default()
+    }
+}
+
+fn one(values: Vec<any_value::Value>) -> any_value::Value {
+    any_value::Value::ArrayValue(crate::protocols::otlp::proto::common::v1::ArrayValue {
+        values: values
+            .into_iter()
+            .map(|v| AnyValue { value: Some(v) })
+            .collect(),
+    })
+}
+
+#[test]
+fn resource_and_scope_attributes_become_labels_as_in_pyroscope() {
+    use any_value::Value as V;
+    // (resource attributes, scope attributes, labels wanted besides __delta__, __otel__ and
+    // __name__, in order, and the attributes dropped as (place, kind)).
+    type Case = (
+        Vec<KeyValue>,
+        Vec<KeyValue>,
+        Vec<(&'static str, &'static str)>,
+        Vec<(Place, ValueKind)>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            // Pyroscope v2.2.1 stringValueFromAnyValue: ints in decimal, arrays of one.
+            vec![
+                kv("service.name", "svc"),
+                kv_any("process.pid", V::IntValue(1234)),
+                kv_any("host.ip", one(vec![V::StringValue("10.0.0.1".into())])),
+                kv_any("cpu.count", one(vec![V::IntValue(8)])),
+                kv_any("container.debug", V::BoolValue(true)),
+                kv_any("load", V::DoubleValue(0.5)),
+                kv_any(
+                    "host.ips",
+                    one(vec![V::StringValue("a".into()), V::StringValue("b".into())]),
+                ),
+                kv_any("raw", V::BytesValue(vec![1])),
+                kv("empty", ""),
+            ],
+            vec![kv_any("scope.n", V::IntValue(-3))],
+            vec![
+                ("service.name", "svc"),
+                ("process.pid", "1234"),
+                ("host.ip", "10.0.0.1"),
+                ("cpu.count", "8"),
+                ("scope.n", "-3"),
+                ("service_name", "svc"),
+            ],
+            vec![
+                (Place::Resource, ValueKind::Bool),
+                (Place::Resource, ValueKind::Double),
+                (Place::Resource, ValueKind::Bytes),
+                (Place::Resource, ValueKind::Array),
+            ],
+        ),
+        (
+            // An int service name names the service; the executable name read the same way.
+            vec![kv_any("service.name", V::IntValue(7))],
+            Vec::new(),
+            vec![("service.name", "7"), ("service_name", "7")],
+            Vec::new(),
+        ),
+        (
+            vec![
+                kv_any("service.name", V::BoolValue(true)),
+                kv_any(
+                    EXECUTABLE_NAME_ATTRIBUTE,
+                    one(vec![V::StringValue("app".into())]),
+                ),
+            ],
+            Vec::new(),
+            vec![
+                (EXECUTABLE_NAME_ATTRIBUTE, "app"),
+                ("service_name", "unknown_service:app"),
+            ],
+            vec![(Place::Resource, ValueKind::Bool)],
+        ),
+        (
+            // A resource key without a label value leaves the key to the scope; a key given
+            // twice keeps its first value.
+            vec![
+                kv_any("k", V::BoolValue(false)),
+                kv("dup", "first"),
+                kv("dup", "second"),
+            ],
+            vec![
+                kv("k", "from-scope"),
+                kv("dup", "scope"),
+                kv_any("m", one(Vec::new())),
+            ],
+            vec![
+                ("dup", "first"),
+                ("k", "from-scope"),
+                ("service_name", "unknown_service"),
+            ],
+            vec![(Place::Resource, ValueKind::Bool)],
+        ),
+    ];
+    for (i, (resource, scope, want, want_dropped)) in cases.into_iter().enumerate() {
+        let mut req = request(cpu(vec![sample(1, &[], 1)]), resource);
+        if let Some(s) = req.resource_profiles[0].scope_profiles[0].scope.as_mut() {
+            s.attributes = scope;
+        }
+        // Two profiles of the same resource and scope: their attributes count once.
+        let prof = req.resource_profiles[0].scope_profiles[0].profiles[0].clone();
+        req.resource_profiles[0].scope_profiles[0]
+            .profiles
+            .push(prof);
+        let got = ingest(&req, 1).expect("ingests");
+        assert_eq!(got.profiles.len(), 2, "case {i}");
+        for p in &got.profiles {
+            let labels: Vec<(&str, &str)> = p
+                .labels
+                .iter()
+                .skip(3)
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            assert_eq!(labels, want, "case {i}");
+        }
+        let dropped: Vec<(Place, ValueKind)> = got.dropped.counts.keys().copied().collect();
+        let mut want_dropped = want_dropped;
+        want_dropped.sort();
+        assert_eq!(dropped, want_dropped, "case {i}");
+        assert!(got.dropped.counts.values().all(|n| *n == 1), "case {i}");
+    }
+}
+
+#[test]
+fn sample_service_names_are_read_like_other_values() {
+    use any_value::Value as V;
+    let mut req = request(cpu(Vec::new()), vec![kv("service.name", "res")]);
+    let dict = req.dictionary.as_mut().expect("dictionary");
+    let attr = |value| KeyValueAndUnit {
+        key_strindex: 7,
+        value: Some(AnyValue { value: Some(value) }),
+        unit_strindex: 0,
+    };
+    // 4: an int, 5: an array of one string, 6: a bool (no label: the resource's name).
+    dict.attribute_table.push(attr(V::IntValue(42)));
+    dict.attribute_table
+        .push(attr(one(vec![V::StringValue("arr".into())])));
+    dict.attribute_table.push(attr(V::BoolValue(true)));
+    req.resource_profiles[0].scope_profiles[0].profiles[0].samples =
+        vec![sample(1, &[4], 1), sample(1, &[5], 1), sample(1, &[6], 1)];
+    let got = ingest(&req, 1).expect("ingests");
+    let services: Vec<_> = got
+        .profiles
+        .iter()
+        .map(|i| label(i, "service_name"))
+        .collect();
+    assert_eq!(services, [Some("42"), Some("arr"), Some("res")]);
+    // service.name is never a sample label, so the bool is not counted as dropped.
+    assert!(got.dropped.is_empty(), "{:?}", got.dropped);
+    assert!(
+        got.profiles
+            .iter()
+            .all(|i| i.profile.sample[0].label.is_empty())
+    );
+}
+
+#[test]
+fn out_of_table_string_references_in_attributes_are_refused() {
+    let req = request(
+        cpu(vec![sample(1, &[], 1)]),
+        vec![kv_any("k", any_value::Value::StringValueStrindex(999))],
+    );
+    let err = ingest(&req, 1).unwrap_err();
+    assert!(
+        matches!(err, IngestError::Attributes { resource: 0, .. }),
+        "{err}"
+    );
 }

@@ -6,6 +6,7 @@
 //! | `otelcol_receiver_otlp_requests_total` | counter | `transport`, `status` | export requests answered (`grpc`/`http`; the gRPC status name or the HTTP status code) |
 //! | `otelcol_receiver_otlp_profiles_forwarded_total` | counter | `transport` | pprof profiles forwarded to `output.profiles` |
 //! | `otelcol_receiver_otlp_profiles_dropped_total` | counter | `reason` | converted profiles dropped (`no_output`: `output.profiles` is empty) |
+//! | `otelcol_receiver_otlp_attributes_dropped_total` | counter | `place`, `kind` | attributes left out of the labels because their kind has no label form, as in Pyroscope (`resource`/`scope`/`sample`; `bool`, `double`, `bytes`, `array`, `kvlist`) |
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,7 @@ pub(crate) struct ReceiverMetrics {
     requests: Family<Labels, Counter>,
     forwarded: Family<Labels, Counter>,
     dropped: Family<Labels, Counter>,
+    attributes_dropped: Family<Labels, Counter>,
 }
 
 impl ReceiverMetrics {
@@ -31,6 +33,7 @@ impl ReceiverMetrics {
                 requests: Family::default(),
                 forwarded: Family::default(),
                 dropped: Family::default(),
+                attributes_dropped: Family::default(),
             };
             r.register(
                 "otelcol_receiver_otlp_requests",
@@ -46,6 +49,11 @@ impl ReceiverMetrics {
                 "otelcol_receiver_otlp_profiles_dropped",
                 "Profiles converted from OTLP and dropped, by reason.",
                 m.dropped.clone(),
+            );
+            r.register(
+                "otelcol_receiver_otlp_attributes_dropped",
+                "OTLP attributes left out of the labels for want of a label form, by place and kind.",
+                m.attributes_dropped.clone(),
             );
             m
         })
@@ -65,6 +73,7 @@ enum Kind {
     Requests,
     Forwarded,
     Dropped,
+    AttributesDropped,
 }
 
 /// One instance's series.
@@ -85,6 +94,7 @@ impl InstanceMetrics {
             Kind::Requests => &self.all.requests,
             Kind::Forwarded => &self.all.forwarded,
             Kind::Dropped => &self.all.dropped,
+            Kind::AttributesDropped => &self.all.attributes_dropped,
         };
         family.get_or_create(&labels).inc_by(n);
         lock(&self.keys).insert((kind, labels));
@@ -106,6 +116,14 @@ impl InstanceMetrics {
         self.inc(Kind::Dropped, &[("reason", reason)], n);
     }
 
+    pub(crate) fn attributes_dropped(&self, place: &str, kind: &str, n: u64) {
+        self.inc(
+            Kind::AttributesDropped,
+            &[("place", place), ("kind", kind)],
+            n,
+        );
+    }
+
     /// Removes every series of this instance.
     pub(crate) fn remove(&self) {
         for (kind, labels) in lock(&self.keys).drain() {
@@ -113,6 +131,7 @@ impl InstanceMetrics {
                 Kind::Requests => self.all.requests.remove(&labels),
                 Kind::Forwarded => self.all.forwarded.remove(&labels),
                 Kind::Dropped => self.all.dropped.remove(&labels),
+                Kind::AttributesDropped => self.all.attributes_dropped.remove(&labels),
             };
         }
     }

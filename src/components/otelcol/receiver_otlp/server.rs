@@ -25,7 +25,7 @@ use prost::Message as _;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{ProfilesDropped, RequestAccepted, RequestRejected};
+use super::events::{AttributesDropped, ProfilesDropped, RequestAccepted, RequestRejected};
 use super::metrics::InstanceMetrics;
 use crate::budget::{Budget, Priority, Refusals, Reservation, Use};
 use crate::pprof::{self, Limits, PprofError};
@@ -66,6 +66,9 @@ pub(crate) struct Shared {
     /// When a refusal was last logged as a warning, and how many were not since.
     pub(crate) refusal_logged: Mutex<Option<std::time::Instant>>,
     pub(crate) refusals_not_logged: AtomicU64,
+    /// The same for dropped attributes (a client sends the same kinds with every request).
+    pub(crate) attributes_logged: Mutex<Option<std::time::Instant>>,
+    pub(crate) attributes_not_logged: AtomicU64,
     /// Why the component is unhealthy (the last refused request, or dropped profiles), if it is.
     pub(crate) problem: Mutex<Option<(SystemTime, String)>>,
 }
@@ -93,6 +96,8 @@ impl Shared {
             requests: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             refusal_logged: Mutex::new(None),
             refusals_not_logged: AtomicU64::new(0),
+            attributes_logged: Mutex::new(None),
+            attributes_not_logged: AtomicU64::new(0),
             problem: Mutex::new(None),
         }
     }
@@ -316,15 +321,22 @@ async fn process(
             let ingested =
                 ingest(&req, now_nanos()).map_err(|e| Failure::Invalid(e.to_string()))?;
             drop(req);
-            Ok::<_, Failure>(
-                ingested
-                    .into_iter()
-                    .map(|i| Profile::new(i.labels, pprof::encode(&i.profile, 1)))
-                    .collect::<Vec<Profile>>(),
-            )
+            let profiles = ingested
+                .profiles
+                .into_iter()
+                .map(|i| Profile::new(i.labels, pprof::encode(&i.profile, 1)))
+                .collect::<Vec<Profile>>();
+            Ok::<_, Failure>((profiles, ingested.dropped))
         })
         .await
         .map_err(|e| Failure::Internal(format!("conversion failed: {e}")))??;
+    let (converted, dropped) = converted;
+    if !dropped.is_empty() {
+        emit(AttributesDropped {
+            shared,
+            dropped: &dropped,
+        });
+    }
     let n = converted.len();
     if n > 0 && shared.fanout.is_empty() {
         emit(ProfilesDropped {
