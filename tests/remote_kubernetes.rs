@@ -1,10 +1,13 @@
 //! `remote.kubernetes.secret` and `remote.kubernetes.configmap` in the real `scraper run`,
 //! against the in-repo fake Kubernetes API (tests/support/fake_kube.rs): a `pyroscope.write`
-//! whose basic_auth username comes from a ConfigMap and password from a Secret, checked
-//! in the `Authorization` header the recording Pyroscope receives; a changed password used
-//! after `poll_frequency`; a failed read (last data kept, component unhealthy, one warning,
-//! the metric, recovery logged); a missing secret refusing the initial load; the secret
-//! redacted in the API.
+//! whose endpoint url and basic_auth username come from a ConfigMap and password from a
+//! Secret, working from the first load (the url is required: it must be read before the
+//! write is first evaluated) and accepted by `scraper check`, which reads nothing; the
+//! credentials checked in the `Authorization` header the recording Pyroscope receives; a
+//! changed password used after `poll_frequency`; a failed read (last data kept, component
+//! unhealthy, one warning, the metric, recovery logged); a reload to a new ConfigMap
+//! component taking the url from another object; a missing secret, or a ConfigMap without
+//! the url's key, refusing the initial load; the secret redacted in the API.
 
 mod scrape_support;
 mod support;
@@ -39,7 +42,21 @@ fn basic(password: &str) -> String {
     format!("Basic {}", b64(&format!("tenant-1:{password}")))
 }
 
-fn config(port: u16, kube: &str, secret_name: &str, rx: &str) -> String {
+/// The ConfigMap holding the write's `url` (`rx`, the receiving Pyroscope) and username.
+fn endpoint_configmap(rx: Option<&str>) -> serde_json::Value {
+    let mut data = json!({"username": "tenant-1"});
+    if let Some(rx) = rx {
+        data["url"] = json!(rx);
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "pyro-endpoint", "namespace": "monitoring"},
+        "data": data,
+    })
+}
+
+fn config(port: u16, kube: &str, secret_name: &str) -> String {
     format!(
         r#"
 remote.kubernetes.secret "auth" {{
@@ -69,7 +86,7 @@ pyroscope.receive_http "in" {{
 
 pyroscope.write "rx" {{
   endpoint {{
-    url = "{rx}"
+    url = remote.kubernetes.configmap.endpoint.data["url"]
     basic_auth {{
       username = remote.kubernetes.configmap.endpoint.data["username"]
       password = remote.kubernetes.secret.auth.data["password"]
@@ -110,14 +127,16 @@ async fn credentials_from_a_secret_follow_changes_and_survive_failed_reads() {
     let kube = FakeKube::start().await;
     let rx = PyroscopeReceiver::start().await;
     kube.apply(secret("first"));
-    kube.apply(json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "pyro-endpoint", "namespace": "monitoring"},
-        "data": {"username": "tenant-1"},
-    }));
+    kube.apply(endpoint_configmap(Some(&rx.url())));
     let port = free_port();
-    let s = Scraper::start(|_| config(port, &kube.url(), "pyro-auth", &rx.url())).await;
+    let src = config(port, &kube.url(), "pyro-auth");
+
+    // `check` reads nothing, yet accepts a required url that only the cluster can give.
+    let checked = scraper_check(&src).await;
+    assert!(checked.success(), "{}", checked.stderr);
+    assert!(checked.stderr.trim().is_empty(), "{}", checked.stderr);
+
+    let s = Scraper::start(|_| src).await;
     let base = format!("http://127.0.0.1:{port}");
     let up = eventually(WAIT, || {
         let url = format!("{base}/ingest");
@@ -126,8 +145,9 @@ async fn credentials_from_a_secret_follow_changes_and_survive_failed_reads() {
     .await;
     assert!(up, "receive_http is not listening:\n{}", s.logs());
 
-    // The first profile already carries the secret's credentials: the read happened before
-    // pyroscope.write was first evaluated.
+    // The first profile already went to the url from the ConfigMap with the secret's
+    // credentials: both were read before pyroscope.write was first evaluated (an empty url
+    // would have failed the load).
     push(&base, "a").await;
     assert_eq!(authorization(&rx, "a", &s).await, basic("first"));
     let reads = kube
@@ -214,54 +234,104 @@ async fn credentials_from_a_secret_follow_changes_and_survive_failed_reads() {
     );
     push(&base, "after").await;
     assert_eq!(authorization(&rx, "after", &s).await, basic("second"));
+
+    // A reload that replaces the ConfigMap component by a new one, reading another object
+    // whose url is another Pyroscope: the new component reads while the reload is applied,
+    // before the write is evaluated again, so the reload is accepted and the url followed.
+    let rx2 = PyroscopeReceiver::start().await;
+    let mut moved = endpoint_configmap(Some(&rx2.url()));
+    moved["metadata"]["name"] = json!("pyro-endpoint-b");
+    kube.apply(moved);
+    let src = std::fs::read_to_string(&s.config)
+        .expect("config")
+        .replace("configmap \"endpoint\"", "configmap \"moved\"")
+        .replace("\"pyro-endpoint\"", "\"pyro-endpoint-b\"")
+        .replace("configmap.endpoint.", "configmap.moved.");
+    std::fs::write(&s.config, src).expect("write config");
+    let reload = reqwest::Client::new()
+        .post(format!("http://{}/-/reload", s.addr))
+        .send()
+        .await
+        .expect("reload");
+    let status = reload.status();
+    let text = reload.text().await.unwrap_or_default();
+    assert!(status.is_success(), "{status}: {text}\n{}", s.logs());
+    push(&base, "moved").await;
+    assert_eq!(authorization(&rx2, "moved", &s).await, basic("second"));
+}
+
+/// `scraper <args> <config>` with `src` as the config, run to its end.
+async fn scraper(args: &'static [&'static str], src: &str) -> support::child::Output {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.alloy");
+    std::fs::write(&path, src).expect("write config");
+    // The child runs on a blocking thread: the fake API answers from this runtime.
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_scraper"));
+        cmd.args(args)
+            .arg(&path)
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        if args.first() == Some(&"run") {
+            cmd.arg("--server.http.listen-addr")
+                .arg(format!("127.0.0.1:{}", free_port()))
+                .arg("--storage.path")
+                .arg(dir.path().join("data"));
+        }
+        support::child::run(&mut cmd, "scraper", WAIT)
+    })
+    .await
+    .expect("joined")
+}
+
+async fn scraper_check(src: &str) -> support::child::Output {
+    scraper(&["check"], src).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_secret_that_cannot_be_read_at_startup_fails_the_load() {
-    let kube = FakeKube::start().await;
-    kube.apply(json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "pyro-endpoint", "namespace": "monitoring"},
-        "data": {"username": "tenant-1"},
-    }));
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("config.alloy");
-    std::fs::write(
-        &path,
-        config(free_port(), &kube.url(), "missing", "http://127.0.0.1:1"),
-    )
-    .expect("write config");
-    let kube_url = kube.url();
-    // The child runs on a blocking thread: the fake API answers from this runtime.
-    let out = tokio::task::spawn_blocking(move || {
-        support::child::run(
-            std::process::Command::new(env!("CARGO_BIN_EXE_scraper"))
-                .arg("run")
-                .arg(&path)
-                .arg("--server.http.listen-addr")
-                .arg(format!("127.0.0.1:{}", free_port()))
-                .arg("--storage.path")
-                .arg(dir.path().join("data"))
-                .env_remove("KUBERNETES_SERVICE_HOST"),
-            "scraper run",
-            WAIT,
-        )
-    })
-    .await
-    .expect("joined");
-    assert!(out.status.is_some(), "scraper run did not exit");
-    assert!(!out.success(), "{}", out.stderr);
-    for want in [
-        "could not perform the initial load successfully",
-        "reading secret monitoring/missing",
-        "not found",
-        "remote.kubernetes.secret",
-    ] {
-        assert!(
-            out.stderr.contains(want),
-            "{want:?} missing (api {kube_url}):\n{}",
-            out.stderr
-        );
+async fn an_object_or_key_missing_at_startup_fails_the_load() {
+    // (why, the Secret's name, the ConfigMap has the url key, parts of the error)
+    let cases: &[(&str, &str, bool, &[&str])] = &[
+        (
+            "a secret that does not exist",
+            "missing",
+            true,
+            &[
+                "reading secret monitoring/missing",
+                "not found",
+                "remote.kubernetes.secret",
+            ],
+        ),
+        (
+            "a ConfigMap without the url's key",
+            "pyro-auth",
+            false,
+            // At the attribute, as Alloy, whose `data["url"]` is null there too.
+            &[
+                "endpoint url is empty",
+                "url = remote.kubernetes.configmap.endpoint.data",
+            ],
+        ),
+    ];
+    for (why, secret_name, has_url, want) in cases {
+        let kube = FakeKube::start().await;
+        kube.apply(secret("first"));
+        kube.apply(endpoint_configmap(has_url.then_some("http://127.0.0.1:1")));
+        let src = config(free_port(), &kube.url(), secret_name);
+        // What only the cluster can tell is not for `check` to refuse.
+        let checked = scraper_check(&src).await;
+        assert!(checked.success(), "{why}: {}", checked.stderr);
+
+        let out = scraper(&["run"], &src).await;
+        assert!(out.status.is_some(), "{why}: scraper run did not exit");
+        assert!(!out.success(), "{why}: {}", out.stderr);
+        let all = ["could not perform the initial load successfully"];
+        for part in all.iter().chain(want.iter()) {
+            assert!(
+                out.stderr.contains(part),
+                "{why}: {part:?} missing (api {}):\n{}",
+                kube.url(),
+                out.stderr
+            );
+        }
     }
 }

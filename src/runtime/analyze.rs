@@ -2,14 +2,14 @@
 //! components, the graph, and whether every block evaluates and decodes. `scraper check` reports
 //! the result; a reload applies a file only if this finds no error.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use super::component::ArgsError;
 use super::graph::{self, Graph, GraphNode, Resolver};
 use super::loader::{self, ComponentDecl, Kind, Loaded, argument_exports};
 use super::logging::{self, LoggingConfig};
 use super::registry::Registry;
-use crate::syntax::ast::{File, Span};
+use crate::syntax::ast::{Body, File, Span, Stmt};
 use crate::syntax::diag::{Diagnostic, Source};
 use crate::syntax::eval::{self, EvaluatedBody, Scope, Unevaluated};
 use crate::syntax::value::Value;
@@ -29,14 +29,21 @@ impl Analysis {
 }
 
 /// Analyses `file`. `exports_of` supplies what each component exports for the purpose of
-/// evaluating its dependants: initial exports for `check`, live exports on reload. Arguments
+/// evaluating its dependants: initial exports for `check`, live exports on reload, `None` when
+/// they are unknown until the component is built (`Kind::exports_before_build`). Arguments
 /// and exports of custom components are evaluated here, in dependency order.
+///
+/// An attribute that uses unknown exports (directly, or through a custom component's
+/// argument or export holding them) is left out of the checks as an attribute that could not
+/// be evaluated is, but without an error: its value exists only once the component is built.
+/// `run` checks it then, when the block is evaluated with the real exports (an error there
+/// fails the load, with the block's position); `check`, which builds nothing, cannot.
 pub(crate) fn analyze(
     source: &Source,
     file: &File,
     registry: &Registry,
     base: &Scope,
-    exports_of: &dyn Fn(&ComponentDecl) -> Value,
+    exports_of: &dyn Fn(&ComponentDecl) -> Option<Value>,
 ) -> Analysis {
     analyze_loaded(loader::load(source, &file.body, registry), base, exports_of)
 }
@@ -46,7 +53,7 @@ pub(crate) fn analyze(
 pub(crate) fn analyze_loaded(
     mut loaded: Loaded,
     base: &Scope,
-    exports_of: &dyn Fn(&ComponentDecl) -> Value,
+    exports_of: &dyn Fn(&ComponentDecl) -> Option<Value>,
 ) -> Analysis {
     let mut diags = std::mem::take(&mut loaded.diags);
 
@@ -97,26 +104,39 @@ pub(crate) fn analyze_loaded(
     // on a cycle (already reported) come last.
     let decls = &loaded.components;
     let mut values: Vec<Option<Value>> = vec![None; decls.len()];
+    // `unknown[j]`: node `j`'s exports exist only once a component is built.
+    let mut unknown = vec![false; decls.len()];
     let in_order: HashSet<usize> = graph.order.iter().copied().collect();
     let rest = (0..decls.len()).filter(|i| !in_order.contains(i));
     for i in graph.order.iter().copied().chain(rest) {
         let decl = &decls[i];
-        let mut scope = scope_for(
-            base,
-            graph.deps[i].iter().map(|&j| {
-                let dep = &decls[j];
-                let value = match (&values[j], dep.kind) {
-                    (Some(v), _) => v.clone(),
-                    (None, Kind::Component(_)) => exports_of(dep),
-                    (None, kind) => kind.initial_exports(),
-                };
-                (dep.path.as_slice(), value)
-            }),
-        );
+        let mut deps = Vec::with_capacity(graph.deps[i].len());
+        for &j in &graph.deps[i] {
+            let dep = &decls[j];
+            let value = match (&values[j], dep.kind) {
+                (Some(v), _) => v.clone(),
+                (None, Kind::Component(_)) => exports_of(dep).unwrap_or_else(|| {
+                    unknown[j] = true;
+                    // Only so that the rest of the block evaluates; what uses it is left out.
+                    dep.kind.initial_exports()
+                }),
+                (None, kind) => kind.initial_exports(),
+            };
+            deps.push((dep.path.as_slice(), value));
+        }
+        let mut scope = scope_for(base, deps);
         scope.set(MODULE_PATH, Value::String(decl.module_path.clone()));
         diags.extend(eval::deprecation_warnings(&decl.block.body, &scope));
         let (body, unevaluated) = eval::eval_body_partial(&decl.block.body, &scope);
-        let failed = report_unevaluated(unevaluated, &graph.unresolved[i], &mut diags);
+        let uses_unknown = references_to(&decl.block.body, &graph.deps[i], decls, &unknown);
+        unknown[i] = !uses_unknown.is_empty();
+        let explained: Vec<Span> = graph.unresolved[i]
+            .iter()
+            .chain(&uses_unknown)
+            .copied()
+            .collect();
+        let mut failed = report_unevaluated(unevaluated, &explained, &mut diags);
+        attributes_containing(&decl.block.body, &uses_unknown, &mut failed);
         let header = decl.block.header_span();
         match decl.kind {
             Kind::Component(registration) => {
@@ -137,6 +157,55 @@ pub(crate) fn analyze_loaded(
         graph,
         logging,
         diags,
+    }
+}
+
+/// Where `body` references a node of `deps` whose exports are `unknown`. A reference belongs
+/// to the dependency whose path is its longest prefix, as the graph resolved it.
+fn references_to(
+    body: &Body,
+    deps: &BTreeSet<usize>,
+    decls: &[ComponentDecl],
+    unknown: &[bool],
+) -> Vec<Span> {
+    if !deps.iter().any(|&j| unknown[j]) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    body.for_each_reference(&mut |parts, span| {
+        let target = deps
+            .iter()
+            .copied()
+            .filter(|&j| {
+                let path = &decls[j].path;
+                path.len() <= parts.len() && path.iter().zip(parts).all(|(a, b)| a == b)
+            })
+            .max_by_key(|&j| decls[j].path.len());
+        if target.is_some_and(|j| unknown[j]) {
+            out.push(span);
+        }
+    });
+    out
+}
+
+/// Adds to `out` the statement span of every attribute of `body` (nested blocks included)
+/// that contains one of `spans`.
+fn attributes_containing(body: &Body, spans: &[Span], out: &mut HashSet<Span>) {
+    if spans.is_empty() {
+        return;
+    }
+    for stmt in &body.stmts {
+        match stmt {
+            Stmt::Attribute(a) => {
+                if spans
+                    .iter()
+                    .any(|r| r.start >= a.span.start && r.end <= a.span.end)
+                {
+                    out.insert(a.span);
+                }
+            }
+            Stmt::Block(b) => attributes_containing(&b.body, spans, out),
+        }
     }
 }
 

@@ -7,7 +7,9 @@ use crate::syntax::eval::Scope;
 use crate::syntax::parser::parse_source;
 
 /// Parses, loads, evaluates and decodes `src` (named `file_name` in messages) and returns every
-/// error and warning. Components are not built: references see their initial exports.
+/// error and warning. Components are not built: references see their initial exports, except
+/// exports only a built component has (`Component::EXPORTS_KNOWN_BEFORE_BUILD`), whose uses
+/// are not checked.
 ///
 /// Syntax errors stop the analysis there: the parser skips what it cannot read, and analysing
 /// the remainder would report references to the skipped blocks as missing.
@@ -30,8 +32,11 @@ pub fn check_config(registry: &Registry, source: &Source) -> (Source, Vec<Diagno
         return (source.clone(), diags);
     }
     let base = Scope::stdlib();
+    // Nothing is built: exports a component reads at build from outside the config (a
+    // remote.kubernetes.* object's `data`) are unknown, and the attributes using them are
+    // left out of the checks; `run` checks them once it has read the data.
     let analysis = analyze(source, &file, registry, &base, &|decl| {
-        decl.kind.initial_exports()
+        decl.kind.exports_before_build()
     });
     diags.extend(analysis.diags);
     (analysis.loaded.source, diags)

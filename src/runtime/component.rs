@@ -50,6 +50,13 @@ pub trait Component: Send + Sync + Sized + 'static {
         Value::Object(Default::default())
     }
 
+    /// Whether [`Component::initial_exports`] can stand for the exports when dependants are
+    /// checked before this component is built. False for a component whose `build` reads its
+    /// exports from outside the config (a Kubernetes ConfigMap): until it is built they are
+    /// unknown, so the analysis of a load and `scraper check` leave out the attributes that
+    /// use them rather than judge them against empty values (`runtime::analyze`).
+    const EXPORTS_KNOWN_BEFORE_BUILD: bool = true;
+
     /// Checks the decoded arguments further than their types can: values that parse but
     /// cannot work (an empty or malformed endpoint URL), settings that exclude each other.
     /// No side effects (no files, network or ports): `scraper check` calls it, and every build

@@ -48,6 +48,16 @@ impl Kind {
             Kind::Export => Value::Null,
         }
     }
+
+    /// What dependants can be checked against before the node is built: its initial exports,
+    /// or `None` when those would stand for data only the built component has (see
+    /// `Component::EXPORTS_KNOWN_BEFORE_BUILD`).
+    pub fn exports_before_build(&self) -> Option<Value> {
+        match self {
+            Kind::Component(r) if !r.exports_known_before_build() => None,
+            kind => Some(kind.initial_exports()),
+        }
+    }
 }
 
 /// `argument.x`'s exports for a value.

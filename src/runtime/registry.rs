@@ -23,6 +23,7 @@ pub struct Registration {
     build: BuildFn,
     validate: ValidateFn,
     initial_exports: fn() -> Value,
+    exports_known_before_build: bool,
 }
 
 impl Registration {
@@ -37,6 +38,7 @@ impl Registration {
             build: component::build_erased::<C>,
             validate: component::check_args::<C>,
             initial_exports: C::initial_exports,
+            exports_known_before_build: C::EXPORTS_KNOWN_BEFORE_BUILD,
         }
     }
 
@@ -67,6 +69,11 @@ impl Registration {
 
     pub(crate) fn initial_exports(&self) -> Value {
         (self.initial_exports)()
+    }
+
+    /// See [`Component::EXPORTS_KNOWN_BEFORE_BUILD`].
+    pub(crate) fn exports_known_before_build(&self) -> bool {
+        self.exports_known_before_build
     }
 }
 

@@ -66,17 +66,25 @@ impl Inner {
 
         let mut state = self.state.lock().await;
         // Dependants of a component that survives the reload are checked against its live
-        // exports; new components can only offer their initial ones.
+        // exports; new components can only offer their initial ones, or none when their
+        // exports are read at build (remote.kubernetes.*): the attributes using those are
+        // checked by the evaluation in `commit`, after the component was built and has read
+        // them, as in Alloy, whose dependants are evaluated after the component's first read.
+        // Such a component's live exports stand only while it is built and its block is
+        // unchanged: new arguments read other data, in `commit` too.
         let analysis = {
             let nodes = &state.nodes;
-            analyze_loaded(
-                loaded,
-                &self.base_scope,
-                &|decl| match nodes.get(&decl.id) {
-                    Some(n) if n.name() == decl.kind.name() => n.exports.get(),
-                    _ => decl.kind.initial_exports(),
-                },
-            )
+            analyze_loaded(loaded, &self.base_scope, &|decl| {
+                let before_build = decl.kind.exports_before_build();
+                match nodes.get(&decl.id) {
+                    Some(n) if n.name() == decl.kind.name() => {
+                        let current = before_build.is_some()
+                            || (n.instance().is_some() && n.block == decl.block);
+                        current.then(|| n.exports.get())
+                    }
+                    _ => before_build,
+                }
+            })
         };
         let source = analysis.loaded.source.clone();
         let mut items = parse_diags;

@@ -27,24 +27,31 @@
 //! * Reads ([`data`]): a GET of `/api/v1/namespaces/{namespace}/{secrets|configmaps}/{name}`
 //!   when the component is built, when its arguments change, and every `poll_frequency`.
 //!   Exports are published only when the data changed.
-//! * The read at build must succeed, or the component is not built: `scraper run` reports the
-//!   error at the block (a missing secret, a forbidden read) as for any bad block. A failed
-//!   read for new arguments fails the update, and the old arguments and data stay (Alloy's
-//!   `Update`). A failed periodic read keeps the last good data and is loud: a warning when
-//!   failures start (`events`), `scraper_remote_kubernetes_poll_failures_total`, and the
-//!   component unhealthy with the error until a read succeeds (then an info line).
+//! * The first read happens while the component is built, as in Alloy (its `New` calls
+//!   `Update`, which polls and returns the poll's error), so dependants are first evaluated
+//!   with the data: a `pyroscope.write` `url` can come from a ConfigMap. It must succeed, or
+//!   the component is not built and the load fails (Alloy's `New` fails, and `alloy run`
+//!   exits with "could not perform the initial load successfully"): `scraper run` reports the
+//!   error at the block (a missing secret, a forbidden read) as for any bad block and exits.
+//!   A failed read for new arguments fails the update, and the old arguments and data stay.
+//!   A failed periodic read keeps the last good data and is loud: a warning when failures
+//!   start (`events`), `scraper_remote_kubernetes_poll_failures_total`, and the component
+//!   unhealthy with the error until a read succeeds (then an info line).
+//! * `data` is unknown until a read (`EXPORTS_KNOWN_BEFORE_BUILD`): the checks made before
+//!   building (`scraper check`, every load's dry run) leave out the attributes that use it,
+//!   without an error, and check everything else. `run` checks them with the data it read.
 //!
 //! # Differences from Alloy, on purpose
 //!
-//! * Alloy makes the first read when the component starts running, after its dependants were
-//!   first evaluated with an empty `data` (a `url` read from a ConfigMap is then empty until
-//!   the read), and a failed first read makes the component exit. We read while building, so
-//!   dependants are first evaluated with the data, and a failed first read is a load error.
 //! * `namespace` and `name` must be Kubernetes names (they become an API path); Alloy sends
 //!   whatever it is given.
+//! * A failed read of new arguments keeps the old arguments (Alloy has already switched to
+//!   the new ones and polls them next time).
 //! * A value that is not UTF-8 gets U+FFFD for its bad bytes (`data`).
 
 pub mod args;
+#[cfg(test)]
+mod check_tests;
 pub mod data;
 mod events;
 
@@ -280,6 +287,12 @@ impl<R: Resource> Remote<R> {
 impl<R: Resource> Component for Remote<R> {
     type Arguments = Arguments;
 
+    // `data` comes from the cluster at build: before that, an empty map would make a required
+    // attribute read from it (a `url`) look missing. Dependants are checked with the real
+    // data once built (see `build`), and `scraper check`, which reads nothing, leaves their
+    // attributes that use it unchecked.
+    const EXPORTS_KNOWN_BEFORE_BUILD: bool = false;
+
     fn initial_exports() -> Value {
         exports(R::KIND, &BTreeMap::new())
     }
@@ -289,7 +302,9 @@ impl<R: Resource> Component for Remote<R> {
     }
 
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
-        // The first read must succeed, so that dependants are first evaluated with the data.
+        // As Alloy's `New`, which polls inside its first `Update`: the first read must
+        // succeed, and its data is exported before the controller evaluates the dependants,
+        // which come after this block in the graph's order.
         let data = read_now(R::KIND, &args)?;
         opts.exports.publish(exports(R::KIND, &data));
         Ok(Remote {
