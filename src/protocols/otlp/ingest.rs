@@ -15,13 +15,16 @@
 //! * series labels: `__delta__="false"`, `__otel__="true"`, `__name__`, then the resource's and
 //!   the scope's attributes that have a label value (the first of a key wins), then
 //!   `service_name`: the samples' `service.name`, else the resource's, else
-//!   `unknown_service[:<process.executable.name>]`;
+//!   `unknown_service`, followed by `:<name>` for each `process.executable.name` of the
+//!   resource that has a label value, in order (Pyroscope's `getServiceNameFromAttributes`);
 //! * sample labels: the samples' attributes but `service.name`, and their trace link as
 //!   `span_id`/`trace_id` ([`SampleLabels::Pyroscope`]);
 //! * attribute values, on the resource, the scope and the samples alike, as Pyroscope reads
 //!   them ([`label_value`]: strings, ints in decimal, an array of one of those; no label for an
 //!   empty value); bool, double, bytes, kvlist and other arrays have no label form and are
-//!   left out, as in Pyroscope, but counted in [`Ingest::dropped`] for the receiver to report;
+//!   left out, as in Pyroscope, but counted in [`Ingest::dropped`] for the receiver to report
+//!   (only those whose key would be read: not one already given a label, `__name__` or
+//!   `service_name`, which Pyroscope skips before reading the value);
 //! * a zero `time_unix_nano` becomes the time of receipt, a zero duration 10 s.
 //!
 //! Label count and length: Pyroscope's OTLP ingestion caps neither; its distributor refuses a
@@ -36,13 +39,12 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use super::convert::{
-    ConvertError, DroppedAttributes, LabelValue, Place, SERVICE_NAME_ATTRIBUTE, SampleLabels,
-    label_value, output_bytes, samples_to_pprof,
-};
+use super::convert::{ConvertError, SERVICE_NAME_ATTRIBUTE};
+use super::labels::{DroppedAttributes, LabelValue, Place, label_value};
 use super::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
 use super::proto::common::v1::KeyValue;
 use super::proto::profiles::v1development as otlp;
+use super::to_pprof::{SampleLabels, output_bytes, samples_to_pprof};
 use crate::pprof::proto as pprof;
 use crate::profiles::Label;
 
@@ -75,9 +77,11 @@ pub struct Ingest {
 pub enum IngestError {
     #[error("missing profile metadata dictionary")]
     NoDictionary,
-    #[error("failed to read the attributes of resource {resource}: {source}")]
+    #[error("failed to read the attributes of {}: {source}", attributes_of(*.resource, *.scope))]
     Attributes {
         resource: usize,
+        /// `None` for the resource's own attributes.
+        scope: Option<usize>,
         source: ConvertError,
     },
     #[error(
@@ -91,34 +95,67 @@ pub enum IngestError {
     },
 }
 
-/// An attribute list's labels in order, the first of a key winning, with the service name
-/// they give; the attributes without a label form are counted in `dropped`.
+fn attributes_of(resource: usize, scope: Option<usize>) -> String {
+    match scope {
+        None => format!("resource {resource}"),
+        Some(scope) => format!("scope {scope} of resource {resource}"),
+    }
+}
+
+/// Keys that never become a series label from an attribute: `__name__` is the profile's type,
+/// `service_name` is added last. Pyroscope reserves only `__name__`: it lets a `service_name`
+/// attribute through next to the `service_name` it adds, and its distributor then refuses the
+/// series for the duplicate; here the one added last is the only one.
+const RESERVED_KEYS: [&str; 2] = ["__name__", "service_name"];
+
+/// An attribute list's labels in order, the first of a key winning, and the executable names
+/// it gives; the attributes without a label form are counted in `dropped`.
 struct AttributeLabels {
     labels: Vec<Label>,
+    /// Every `process.executable.name` with a label value, in order, duplicates included.
+    executables: Vec<String>,
 }
 
 impl AttributeLabels {
+    /// Pyroscope's `appendAttributesUnique`: an attribute whose key is `taken` (already given
+    /// a label, here or by an earlier list) is skipped before its value is read, so it is not
+    /// counted as dropped; a key is taken by its first value that gives a label.
     fn read(
         attrs: &[KeyValue],
         place: Place,
         strings: &[String],
+        taken: &HashSet<&str>,
         dropped: &mut DroppedAttributes,
     ) -> Result<Self, ConvertError> {
         let mut labels: Vec<Label> = Vec::new();
+        let mut executables: Vec<String> = Vec::new();
         let mut seen: HashSet<&str> = HashSet::new();
         for kv in attrs {
-            match label_value(kv.value.as_ref(), strings)? {
+            let key = kv.key.as_str();
+            // Read for every attribute, whatever its key: an index out of the string table
+            // is a broken request.
+            let value = label_value(kv.value.as_ref(), strings)?;
+            if key == EXECUTABLE_NAME_ATTRIBUTE
+                && let LabelValue::Text(v) = &value
+            {
+                executables.push(v.clone().into_owned());
+            }
+            if taken.contains(key) || seen.contains(key) {
+                continue;
+            }
+            match value {
                 LabelValue::Text(v) => {
-                    // Pyroscope's `appendAttributesUnique`: a key already given a value keeps it.
-                    if seen.insert(kv.key.as_str()) {
-                        labels.push((kv.key.clone(), v.into_owned()));
-                    }
+                    seen.insert(key);
+                    labels.push((kv.key.clone(), v.into_owned()));
                 }
                 LabelValue::Absent => {}
-                LabelValue::Dropped(kind) => dropped.add(place, kind, &kv.key),
+                LabelValue::Dropped(kind) => dropped.add(place, kind, key),
             }
         }
-        Ok(AttributeLabels { labels })
+        Ok(AttributeLabels {
+            labels,
+            executables,
+        })
     }
 
     fn get(&self, key: &str) -> Option<&str> {
@@ -128,16 +165,20 @@ impl AttributeLabels {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The resource's service name, or `unknown_service[:<executable>]` (Pyroscope's
-    /// `getServiceNameFromAttributes`, which reads values as [`label_value`] does).
+    /// The resource's service name (its first `service.name` with a label value), or
+    /// `unknown_service` followed by `:<name>` for each executable name (Pyroscope's
+    /// `getServiceNameFromAttributes`, which reads values as [`label_value`] does and appends
+    /// every non-empty `process.executable.name`).
     fn service_name(&self) -> String {
         if let Some(s) = self.get(SERVICE_NAME_ATTRIBUTE) {
             return s.to_owned();
         }
-        match self.get(EXECUTABLE_NAME_ATTRIBUTE) {
-            Some(exe) => format!("{UNKNOWN_SERVICE}:{exe}"),
-            None => UNKNOWN_SERVICE.to_owned(),
+        let mut name = UNKNOWN_SERVICE.to_owned();
+        for exe in &self.executables {
+            name.push(':');
+            name.push_str(exe);
         }
+        name
     }
 }
 
@@ -208,13 +249,10 @@ fn name_and_normalise(p: &mut pprof::Profile) -> String {
         period_unit.as_str(),
     ) {
         ("samples", "count", "cpu", "nanoseconds") => {
-            let cpu = p.string_table.len() as i64;
-            p.string_table.push("cpu".to_owned());
-            p.string_table.push("nanoseconds".to_owned());
-            p.sample_type = vec![pprof::ValueType {
-                r#type: cpu,
-                unit: cpu + 1,
-            }];
+            // Already in the table as the period type: each string stays there once.
+            let r#type = intern(p, "cpu");
+            let unit = intern(p, "nanoseconds");
+            p.sample_type = vec![pprof::ValueType { r#type, unit }];
             let period = p.period;
             for s in &mut p.sample {
                 for v in &mut s.value {
@@ -230,13 +268,14 @@ fn name_and_normalise(p: &mut pprof::Profile) -> String {
     }
 }
 
-/// Appends the labels whose key is not `seen` yet.
-fn append_attributes<'a>(labels: &mut Vec<Label>, attrs: &'a [Label], seen: &mut HashSet<&'a str>) {
-    for (k, v) in attrs {
-        if seen.insert(k.as_str()) {
-            labels.push((k.clone(), v.clone()));
-        }
+/// The index of `s` in the profile's string table, added if it is not there: the table holds
+/// each string once (see `pprof_strings`).
+fn intern(p: &mut pprof::Profile, s: &str) -> i64 {
+    if let Some(i) = p.string_table.iter().position(|t| t == s) {
+        return i64::try_from(i).unwrap_or(i64::MAX);
     }
+    p.string_table.push(s.to_owned());
+    i64::try_from(p.string_table.len() - 1).unwrap_or(i64::MAX)
 }
 
 /// Every profile of `req`, converted as Pyroscope converts it; `now_nanos` stands in for a
@@ -246,19 +285,32 @@ pub fn ingest(req: &ExportProfilesServiceRequest, now_nanos: i64) -> Result<Inge
     let strings = &dict.string_table[..];
     let mut out = Ingest::default();
     for (ri, rp) in req.resource_profiles.iter().enumerate() {
-        let attrs_failed = |source| IngestError::Attributes {
-            resource: ri,
-            source,
+        let attrs_failed = |scope| {
+            move |source| IngestError::Attributes {
+                resource: ri,
+                scope,
+                source,
+            }
         };
         let resource_attrs = rp.resource.as_ref().map_or(&[][..], |r| &r.attributes[..]);
-        let resource =
-            AttributeLabels::read(resource_attrs, Place::Resource, strings, &mut out.dropped)
-                .map_err(attrs_failed)?;
+        let reserved: HashSet<&str> = HashSet::from(RESERVED_KEYS);
+        let resource = AttributeLabels::read(
+            resource_attrs,
+            Place::Resource,
+            strings,
+            &reserved,
+            &mut out.dropped,
+        )
+        .map_err(attrs_failed(None))?;
         let resource_service = resource.service_name();
+        // A scope attribute whose key the resource gave a label is skipped (and not counted).
+        let mut taken = reserved;
+        taken.extend(resource.labels.iter().map(|(k, _)| k.as_str()));
         for (si, sp) in rp.scope_profiles.iter().enumerate() {
             let scope_attrs = sp.scope.as_ref().map_or(&[][..], |s| &s.attributes[..]);
-            let scope = AttributeLabels::read(scope_attrs, Place::Scope, strings, &mut out.dropped)
-                .map_err(attrs_failed)?;
+            let scope =
+                AttributeLabels::read(scope_attrs, Place::Scope, strings, &taken, &mut out.dropped)
+                    .map_err(attrs_failed(Some(si)))?;
             for (pi, prof) in sp.profiles.iter().enumerate() {
                 let fail = |source| IngestError::Convert {
                     resource: ri,
@@ -302,12 +354,9 @@ pub fn ingest(req: &ExportProfilesServiceRequest, now_nanos: i64) -> Result<Inge
                         ("__otel__".into(), "true".into()),
                         ("__name__".into(), name),
                     ];
-                    // Pyroscope lets a `service_name` attribute through, next to the
-                    // `service_name` added below, and its distributor then refuses the series
-                    // for the duplicate; here the one added below is the only one.
-                    let mut seen: HashSet<&str> = HashSet::from(["__name__", "service_name"]);
-                    append_attributes(&mut labels, &resource.labels, &mut seen);
-                    append_attributes(&mut labels, &scope.labels, &mut seen);
+                    // Their keys are distinct and none is reserved (`AttributeLabels::read`).
+                    labels.extend(resource.labels.iter().cloned());
+                    labels.extend(scope.labels.iter().cloned());
                     let service = if svc.is_empty() {
                         resource_service.clone()
                     } else {

@@ -162,6 +162,14 @@ fn cpu_samples_are_split_by_service_and_converted_to_nanoseconds() {
             (text(p, st.r#type), text(p, st.unit)),
             ("cpu", "nanoseconds")
         );
+        // The period type's strings serve the new sample type: each is in the table once.
+        for name in ["cpu", "nanoseconds"] {
+            assert_eq!(p.string_table.iter().filter(|s| *s == name).count(), 1);
+        }
+        assert_eq!(
+            p.sample_type[0].r#type,
+            p.period_type.expect("period").r#type
+        );
         assert_eq!(p.duration_nanos, DEFAULT_DURATION_NANOS);
         assert_eq!(p.time_nanos, 1_700_000_000_000_000_000);
     }
@@ -471,6 +479,66 @@ fn resource_and_scope_attributes_become_labels_as_in_pyroscope() {
             ],
             vec![(Place::Resource, ValueKind::Bool)],
         ),
+        (
+            // Pyroscope's getServiceNameFromAttributes appends every executable name with a
+            // value, in order; the label keeps the first.
+            vec![
+                kv(EXECUTABLE_NAME_ATTRIBUTE, "a"),
+                kv(EXECUTABLE_NAME_ATTRIBUTE, ""),
+                kv_any(
+                    EXECUTABLE_NAME_ATTRIBUTE,
+                    one(vec![V::StringValue("b".into())]),
+                ),
+                kv_any(EXECUTABLE_NAME_ATTRIBUTE, V::IntValue(3)),
+                kv_any(EXECUTABLE_NAME_ATTRIBUTE, V::BoolValue(true)),
+                kv(EXECUTABLE_NAME_ATTRIBUTE, "a"),
+            ],
+            Vec::new(),
+            vec![
+                (EXECUTABLE_NAME_ATTRIBUTE, "a"),
+                ("service_name", "unknown_service:a:b:3:a"),
+            ],
+            // The bool's key already has a label: Pyroscope skips it unread.
+            Vec::new(),
+        ),
+        (
+            // A service name anywhere wins over the executable names before it.
+            vec![
+                kv(EXECUTABLE_NAME_ATTRIBUTE, "a"),
+                kv("service.name", ""),
+                kv("service.name", "svc"),
+            ],
+            Vec::new(),
+            vec![
+                (EXECUTABLE_NAME_ATTRIBUTE, "a"),
+                ("service.name", "svc"),
+                ("service_name", "svc"),
+            ],
+            Vec::new(),
+        ),
+        (
+            // Dropped values count only where the key would be read: not a key given a label
+            // already (here or on the resource), nor __name__ or service_name.
+            vec![
+                kv("dup", "x"),
+                kv_any("dup", V::BoolValue(true)),
+                kv_any("__name__", V::BoolValue(true)),
+                kv_any("service_name", V::DoubleValue(1.0)),
+                kv("k", "v"),
+            ],
+            vec![
+                kv_any("k", V::BoolValue(true)),
+                kv_any("dup", V::DoubleValue(2.0)),
+                kv_any("z", V::BoolValue(true)),
+                kv("__name__", "not-a-name"),
+            ],
+            vec![
+                ("dup", "x"),
+                ("k", "v"),
+                ("service_name", "unknown_service"),
+            ],
+            vec![(Place::Scope, ValueKind::Bool)],
+        ),
     ];
     for (i, (resource, scope, want, want_dropped)) in cases.into_iter().enumerate() {
         let mut req = request(cpu(vec![sample(1, &[], 1)]), resource);
@@ -497,7 +565,10 @@ fn resource_and_scope_attributes_become_labels_as_in_pyroscope() {
         let mut want_dropped = want_dropped;
         want_dropped.sort();
         assert_eq!(dropped, want_dropped, "case {i}");
-        assert!(got.dropped.counts.values().all(|n| *n == 1), "case {i}");
+        assert!(
+            got.dropped.counts.values().all(|d| d.count == 1),
+            "case {i}"
+        );
     }
 }
 
@@ -542,7 +613,42 @@ fn out_of_table_string_references_in_attributes_are_refused() {
     );
     let err = ingest(&req, 1).unwrap_err();
     assert!(
-        matches!(err, IngestError::Attributes { resource: 0, .. }),
+        matches!(
+            err,
+            IngestError::Attributes {
+                resource: 0,
+                scope: None,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("failed to read the attributes of resource 0: "),
+        "{err}"
+    );
+
+    let mut req = request(cpu(vec![sample(1, &[], 1)]), Vec::new());
+    if let Some(s) = req.resource_profiles[0].scope_profiles[0].scope.as_mut() {
+        s.attributes
+            .push(kv_any("k", any_value::Value::StringValueStrindex(999)));
+    }
+    let err = ingest(&req, 1).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IngestError::Attributes {
+                resource: 0,
+                scope: Some(0),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("failed to read the attributes of scope 0 of resource 0: "),
         "{err}"
     );
 }

@@ -3,12 +3,13 @@
 //! request is something a user must act on (a client sending what cannot be read, a limit set
 //! too low, a memory budget too small), so it is a warning, not a debug line.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::server::Shared;
 
-use crate::protocols::otlp::convert::DroppedAttributes;
+use crate::protocols::otlp::labels::{DroppedAttributes, Place, ValueKind};
 use crate::runtime::event::InternalEvent;
 
 /// At most one refusal warning per this interval and component; the ones in between are
@@ -120,8 +121,9 @@ impl InternalEvent for ProfilesDropped<'_> {
 }
 
 /// Attributes of an accepted request left out of its labels because their kind has no label
-/// form (Pyroscope drops them without a word; here they are counted, and warned about at most
-/// once per [`REFUSAL_LOG_EVERY`], since a client sends the same kinds with every request).
+/// form (Pyroscope drops them without a word; here they are counted, and each place and kind
+/// is a warning the first time the component sees it, a debug line after: a client sends the
+/// same kinds with every request, and the counter is the ongoing signal).
 /// Not a health problem: the request is served as Pyroscope would serve it.
 pub(super) struct AttributesDropped<'a> {
     pub shared: &'a Shared,
@@ -131,44 +133,73 @@ pub(super) struct AttributesDropped<'a> {
 impl InternalEvent for AttributesDropped<'_> {
     fn emit(self) {
         let s = self.shared;
-        for ((place, kind), n) in &self.dropped.counts {
+        for ((place, kind), d) in &self.dropped.counts {
             s.metrics
-                .attributes_dropped(place.as_str(), kind.as_str(), *n);
+                .attributes_dropped(place.as_str(), kind.as_str(), d.count);
         }
-        let total = self.dropped.total();
-        let kinds: Vec<String> = self
-            .dropped
-            .counts
-            .iter()
-            .map(|((place, kind), n)| format!("{} {}: {n}", place.as_str(), kind.as_str()))
-            .collect();
-        let kinds = kinds.join(", ");
-        let first_key = self.dropped.first_key.as_deref().unwrap_or("");
-        let warn = log_now(
-            &mut crate::sync::lock(&s.attributes_logged),
-            Instant::now(),
-            REFUSAL_LOG_EVERY,
-        );
-        if warn {
-            tracing::warn!(
-                component_id = %s.id,
-                attributes = total,
-                kinds = %kinds,
-                first_key,
-                requests_not_logged_since = s.attributes_not_logged.swap(0, Ordering::Relaxed),
-                "OTLP attributes left out of the labels: bool, double, bytes, kvlist and \
-                 multi-value array values have no label form (as in Pyroscope)"
-            );
-        } else {
-            s.attributes_not_logged.fetch_add(1, Ordering::Relaxed);
+        let new = not_warned_yet(&mut crate::sync::lock(&s.attributes_warned), self.dropped);
+        // `Kinds` is formatted only if the line is written.
+        if new.is_empty() {
             tracing::debug!(
                 component_id = %s.id,
-                attributes = total,
-                kinds = %kinds,
-                first_key,
+                attributes = self.dropped.total(),
+                kinds = %Kinds { dropped: self.dropped, only: None },
                 "OTLP attributes left out of the labels"
             );
+        } else {
+            tracing::warn!(
+                component_id = %s.id,
+                attributes = self.dropped.total(),
+                kinds = %Kinds { dropped: self.dropped, only: Some(&new) },
+                "OTLP attributes left out of the labels: bool, double, bytes, kvlist and \
+                 multi-value array values have no label form (as in Pyroscope); warned once \
+                 per place and kind, counted in otelcol_receiver_otlp_attributes_dropped_total"
+            );
         }
+    }
+}
+
+/// The pairs of `dropped` not in `warned`, which now holds them.
+fn not_warned_yet(
+    warned: &mut BTreeSet<(Place, ValueKind)>,
+    dropped: &DroppedAttributes,
+) -> Vec<(Place, ValueKind)> {
+    dropped
+        .counts
+        .keys()
+        .filter(|pair| warned.insert(**pair))
+        .copied()
+        .collect()
+}
+
+/// `place kind: count (first key "k")`, comma-separated, for every pair of `dropped` or the
+/// `only` ones.
+struct Kinds<'a> {
+    dropped: &'a DroppedAttributes,
+    only: Option<&'a [(Place, ValueKind)]>,
+}
+
+impl std::fmt::Display for Kinds<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut sep = "";
+        for ((place, kind), d) in &self.dropped.counts {
+            if self
+                .only
+                .is_some_and(|only| !only.contains(&(*place, *kind)))
+            {
+                continue;
+            }
+            write!(
+                f,
+                "{sep}{} {}: {} (first key {:?})",
+                place.as_str(),
+                kind.as_str(),
+                d.count,
+                d.first_key
+            )?;
+            sep = ", ";
+        }
+        Ok(())
     }
 }
 
@@ -176,9 +207,10 @@ impl InternalEvent for AttributesDropped<'_> {
 mod tests {
     use super::*;
 
+    type Pair = (Place, ValueKind);
+
     #[test]
     fn dropped_attributes_are_counted_by_place_and_kind() {
-        use crate::protocols::otlp::convert::{Place, ValueKind};
         let registry = crate::runtime::metrics::MetricsRegistry::new();
         let metrics = super::super::metrics::ReceiverMetrics::get(&registry).instance("otlp.in");
         let shared = Shared::new(
@@ -210,9 +242,84 @@ mod tests {
         };
         assert_eq!(line("sample", "bool").as_deref(), Some("4"), "{text}");
         assert_eq!(line("resource", "kvlist").as_deref(), Some("2"), "{text}");
-        // The second within the interval is not a warning but is counted for the next one.
-        assert_eq!(shared.attributes_not_logged.load(Ordering::Relaxed), 1);
-        assert!(crate::sync::lock(&shared.attributes_logged).is_some());
+        assert_eq!(
+            *crate::sync::lock(&shared.attributes_warned),
+            BTreeSet::from([
+                (Place::Resource, ValueKind::Kvlist),
+                (Place::Sample, ValueKind::Bool)
+            ])
+        );
+    }
+
+    #[test]
+    fn each_place_and_kind_is_warned_about_once() {
+        let mut warned = BTreeSet::new();
+        // (dropped in a request, pairs warned about for it)
+        let cases: Vec<(Vec<Pair>, Vec<Pair>)> = vec![
+            (
+                vec![(Place::Sample, ValueKind::Bool)],
+                vec![(Place::Sample, ValueKind::Bool)],
+            ),
+            (vec![(Place::Sample, ValueKind::Bool)], Vec::new()),
+            (
+                vec![
+                    (Place::Sample, ValueKind::Bool),
+                    (Place::Scope, ValueKind::Double),
+                    (Place::Sample, ValueKind::Double),
+                ],
+                vec![
+                    (Place::Scope, ValueKind::Double),
+                    (Place::Sample, ValueKind::Double),
+                ],
+            ),
+            (
+                vec![
+                    (Place::Scope, ValueKind::Double),
+                    (Place::Sample, ValueKind::Bool),
+                ],
+                Vec::new(),
+            ),
+        ];
+        for (i, (pairs, want)) in cases.into_iter().enumerate() {
+            let mut dropped = DroppedAttributes::default();
+            for (place, kind) in pairs {
+                dropped.add(place, kind, "k");
+            }
+            assert_eq!(not_warned_yet(&mut warned, &dropped), want, "request {i}");
+        }
+    }
+
+    #[test]
+    fn kinds_are_listed_with_their_first_key() {
+        let mut dropped = DroppedAttributes::default();
+        dropped.add(Place::Sample, ValueKind::Bool, "flag");
+        dropped.add(Place::Sample, ValueKind::Bool, "other");
+        dropped.add(Place::Resource, ValueKind::Kvlist, "k8s\"labels");
+        let long = "k".repeat(1000);
+        dropped.add(Place::Scope, ValueKind::Double, &long);
+        let short = "k".repeat(crate::protocols::otlp::labels::MAX_KEY_BYTES);
+        // (only, text)
+        let cases: Vec<(Option<Vec<Pair>>, String)> = vec![
+            (
+                None,
+                format!(
+                    "resource kvlist: 1 (first key \"k8s\\\"labels\"), scope double: 1 (first \
+                     key \"{short}\"), sample bool: 2 (first key \"flag\")"
+                ),
+            ),
+            (
+                Some(vec![(Place::Sample, ValueKind::Bool)]),
+                "sample bool: 2 (first key \"flag\")".to_owned(),
+            ),
+            (Some(Vec::new()), String::new()),
+        ];
+        for (only, want) in cases {
+            let kinds = Kinds {
+                dropped: &dropped,
+                only: only.as_deref(),
+            };
+            assert_eq!(kinds.to_string(), want);
+        }
     }
 
     #[test]

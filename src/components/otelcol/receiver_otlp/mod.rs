@@ -29,7 +29,9 @@
 //! or 505 (HTTP/1). Every refusal is counted in `otelcol_receiver_otlp_requests_total` and
 //! makes the component unhealthy until a request succeeds, and is a warning (at most one per
 //! 10 s, the rest debug lines); profiles received while `output.profiles` is empty are dropped
-//! the same way. A port that cannot be bound fails the build (or the update, keeping the old servers).
+//! the same way. Attributes without a label form are left out as in Pyroscope, counted in
+//! `otelcol_receiver_otlp_attributes_dropped_total` and warned about once per place and kind
+//! (debug lines after). A port that cannot be bound fails the build (or the update, keeping the old servers).
 //! Metrics: see `metrics.rs`.
 
 pub mod args;

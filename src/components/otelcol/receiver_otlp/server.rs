@@ -9,6 +9,7 @@
 //! depend on any backend. The reservation, the request slot and the conversion slot move into
 //! the blocking conversion: a client that goes away does not free them while it still runs.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -32,6 +33,7 @@ use crate::pprof::{self, Limits, PprofError};
 use crate::profiles::{Appendable as _, FanOut, Profile};
 use crate::protocols::otlp::grpc::{self, Status};
 use crate::protocols::otlp::ingest::{ingest, request_output_bytes};
+use crate::protocols::otlp::labels::{Place, ValueKind};
 use crate::protocols::otlp::proto::collector::profiles::v1development::{
     ExportProfilesServiceRequest, ExportProfilesServiceResponse,
 };
@@ -66,9 +68,10 @@ pub(crate) struct Shared {
     /// When a refusal was last logged as a warning, and how many were not since.
     pub(crate) refusal_logged: Mutex<Option<std::time::Instant>>,
     pub(crate) refusals_not_logged: AtomicU64,
-    /// The same for dropped attributes (a client sends the same kinds with every request).
-    pub(crate) attributes_logged: Mutex<Option<std::time::Instant>>,
-    pub(crate) attributes_not_logged: AtomicU64,
+    /// The (place, kind) pairs of dropped attributes already warned about: a client sends the
+    /// same kinds with every request, so each pair is a warning once, then debug lines (the
+    /// counter keeps counting). At most 15 pairs.
+    pub(crate) attributes_warned: Mutex<BTreeSet<(Place, ValueKind)>>,
     /// Why the component is unhealthy (the last refused request, or dropped profiles), if it is.
     pub(crate) problem: Mutex<Option<(SystemTime, String)>>,
 }
@@ -96,8 +99,7 @@ impl Shared {
             requests: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             refusal_logged: Mutex::new(None),
             refusals_not_logged: AtomicU64::new(0),
-            attributes_logged: Mutex::new(None),
-            attributes_not_logged: AtomicU64::new(0),
+            attributes_warned: Mutex::new(BTreeSet::new()),
             problem: Mutex::new(None),
         }
     }
