@@ -6,8 +6,9 @@
 //! credentials checked in the `Authorization` header the recording Pyroscope receives; a
 //! changed password used after `poll_frequency`; a failed read (last data kept, component
 //! unhealthy, one warning, the metric, recovery logged); a reload to a new ConfigMap
-//! component taking the url from another object; a missing secret, or a ConfigMap without
-//! the url's key, refusing the initial load; the secret redacted in the API.
+//! component taking the url from another object; a reload to an object that does not exist
+//! yet, refused, then accepted once it exists; a missing secret, or a ConfigMap without the
+//! url's key, refusing the initial load; the secret redacted in the API.
 
 mod scrape_support;
 mod support;
@@ -118,6 +119,15 @@ async fn authorization(rx: &PyroscopeReceiver, service: &str, s: &Scraper) -> St
     r.header("authorization").unwrap_or_default().to_string()
 }
 
+/// `:line:col:` of the first `needle` in `src` (1-based, as `scraper check` prints them).
+fn line_col(src: &str, needle: &str) -> String {
+    let at = src.find(needle).expect("needle in the config");
+    let before = &src[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = at - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    format!(":{line}:{col}")
+}
+
 fn count(logs: &str, needle: &str) -> usize {
     logs.lines().filter(|l| l.contains(needle)).count()
 }
@@ -131,10 +141,23 @@ async fn credentials_from_a_secret_follow_changes_and_survive_failed_reads() {
     let port = free_port();
     let src = config(port, &kube.url(), "pyro-auth");
 
-    // `check` reads nothing, yet accepts a required url that only the cluster can give.
+    // `check` reads nothing, yet accepts a required url that only the cluster can give,
+    // and says, on one line, which attributes it could not check.
     let checked = scraper_check(&src).await;
     assert!(checked.success(), "{}", checked.stderr);
-    assert!(checked.stderr.trim().is_empty(), "{}", checked.stderr);
+    let lines: Vec<&str> = checked.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", checked.stderr);
+    assert!(
+        lines[0].starts_with("not checked (uses data read at run): "),
+        "{}",
+        checked.stderr
+    );
+    // The url, the username and the password, where their statements start.
+    for attribute in ["url = remote", "username = remote", "password = remote"] {
+        let at = line_col(&src, attribute);
+        assert!(lines[0].contains(&at), "{attribute} ({at}): {}", lines[0]);
+    }
+    assert_eq!(lines[0].matches("config.alloy:").count(), 3, "{}", lines[0]);
 
     let s = Scraper::start(|_| src).await;
     let base = format!("http://127.0.0.1:{port}");
@@ -248,16 +271,46 @@ async fn credentials_from_a_secret_follow_changes_and_survive_failed_reads() {
         .replace("\"pyro-endpoint\"", "\"pyro-endpoint-b\"")
         .replace("configmap.endpoint.", "configmap.moved.");
     std::fs::write(&s.config, src).expect("write config");
+    let (status, text) = reload(&s).await;
+    assert!(status.is_success(), "{status}: {text}\n{}", s.logs());
+    push(&base, "moved").await;
+    assert_eq!(authorization(&rx2, "moved", &s).await, basic("second"));
+
+    // A reload of the same component to an object that does not exist yet, whose url is
+    // under a key the current object lacks: the update fails (the read), the component keeps
+    // its old arguments and data. Once the object exists, reloading the same file must read
+    // it, not judge the new url against the old object's data (where it is missing).
+    let rx3 = PyroscopeReceiver::start().await;
+    let src = std::fs::read_to_string(&s.config)
+        .expect("config")
+        .replace("\"pyro-endpoint-b\"", "\"pyro-endpoint-c\"")
+        .replace("data[\"url\"]", "data[\"url_c\"]");
+    std::fs::write(&s.config, src).expect("write config");
+    let (status, text) = reload(&s).await;
+    assert!(!status.is_success(), "{status}: {text}\n{}", s.logs());
+    assert!(
+        text.contains("reading configmap monitoring/pyro-endpoint-c"),
+        "{text}"
+    );
+    let mut c = endpoint_configmap(None);
+    c["metadata"]["name"] = json!("pyro-endpoint-c");
+    c["data"]["url_c"] = json!(rx3.url());
+    kube.apply(c);
+    let (status, text) = reload(&s).await;
+    assert!(status.is_success(), "{status}: {text}\n{}", s.logs());
+    push(&base, "created").await;
+    assert_eq!(authorization(&rx3, "created", &s).await, basic("second"));
+}
+
+/// `POST /-/reload`: its status and text.
+async fn reload(s: &Scraper) -> (reqwest::StatusCode, String) {
     let reload = reqwest::Client::new()
         .post(format!("http://{}/-/reload", s.addr))
         .send()
         .await
         .expect("reload");
     let status = reload.status();
-    let text = reload.text().await.unwrap_or_default();
-    assert!(status.is_success(), "{status}: {text}\n{}", s.logs());
-    push(&base, "moved").await;
-    assert_eq!(authorization(&rx2, "moved", &s).await, basic("second"));
+    (status, reload.text().await.unwrap_or_default())
 }
 
 /// `scraper <args> <config>` with `src` as the config, run to its end.

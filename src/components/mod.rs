@@ -4,6 +4,8 @@
 //! one `.with(Registration::new::<YourComponent>("namespace.name"))` line to [`builtin`]. Nothing
 //! else in the runtime, the CLI or the server needs to know about it.
 
+#[cfg(test)]
+mod check_tests;
 pub mod discovery;
 pub mod otelcol;
 pub mod pyroscope;

@@ -20,6 +20,10 @@ pub(crate) struct Analysis {
     pub logging: LoggingConfig,
     /// Errors and warnings, in source order.
     pub diags: Vec<Diagnostic>,
+    /// The attributes of component blocks left out of the checks, without an error, because
+    /// they use exports known only once a component is built: checked by `run`, not here.
+    /// Statement spans, in source order.
+    pub unchecked: Vec<Span>,
 }
 
 impl Analysis {
@@ -27,6 +31,12 @@ impl Analysis {
         self.diags.iter().any(Diagnostic::is_error)
     }
 }
+
+/// What a component exports for the purpose of evaluating its dependants, given its block
+/// and, when every attribute of it evaluated in this analysis, its arguments: `None` when
+/// they are unknown until the component is built with those arguments.
+pub(crate) type ExportsOf<'a> =
+    dyn Fn(&ComponentDecl, Option<&EvaluatedBody>) -> Option<Value> + 'a;
 
 /// Analyses `file`. `exports_of` supplies what each component exports for the purpose of
 /// evaluating its dependants: initial exports for `check`, live exports on reload, `None` when
@@ -43,7 +53,7 @@ pub(crate) fn analyze(
     file: &File,
     registry: &Registry,
     base: &Scope,
-    exports_of: &dyn Fn(&ComponentDecl) -> Option<Value>,
+    exports_of: &ExportsOf<'_>,
 ) -> Analysis {
     analyze_loaded(loader::load(source, &file.body, registry), base, exports_of)
 }
@@ -53,7 +63,7 @@ pub(crate) fn analyze(
 pub(crate) fn analyze_loaded(
     mut loaded: Loaded,
     base: &Scope,
-    exports_of: &dyn Fn(&ComponentDecl) -> Option<Value>,
+    exports_of: &ExportsOf<'_>,
 ) -> Analysis {
     let mut diags = std::mem::take(&mut loaded.diags);
 
@@ -104,8 +114,12 @@ pub(crate) fn analyze_loaded(
     // on a cycle (already reported) come last.
     let decls = &loaded.components;
     let mut values: Vec<Option<Value>> = vec![None; decls.len()];
-    // `unknown[j]`: node `j`'s exports exist only once a component is built.
+    // `unknown[j]`: node `j`'s exports exist only once a component is built (set when `j`'s
+    // value is computed, or, for a component, asked of `exports_of`).
     let mut unknown = vec![false; decls.len()];
+    // `args[j]`: component `j`'s arguments, when every attribute evaluated.
+    let mut args: Vec<Option<EvaluatedBody>> = vec![None; decls.len()];
+    let mut unchecked = Vec::new();
     let in_order: HashSet<usize> = graph.order.iter().copied().collect();
     let rest = (0..decls.len()).filter(|i| !in_order.contains(i));
     for i in graph.order.iter().copied().chain(rest) {
@@ -115,11 +129,13 @@ pub(crate) fn analyze_loaded(
             let dep = &decls[j];
             let value = match (&values[j], dep.kind) {
                 (Some(v), _) => v.clone(),
-                (None, Kind::Component(_)) => exports_of(dep).unwrap_or_else(|| {
-                    unknown[j] = true;
-                    // Only so that the rest of the block evaluates; what uses it is left out.
-                    dep.kind.initial_exports()
-                }),
+                (None, Kind::Component(_)) => {
+                    exports_of(dep, args[j].as_ref()).unwrap_or_else(|| {
+                        unknown[j] = true;
+                        // Only so that the rest of the block evaluates; what uses it is left out.
+                        dep.kind.initial_exports()
+                    })
+                }
                 (None, kind) => kind.initial_exports(),
             };
             deps.push((dep.path.as_slice(), value));
@@ -129,19 +145,31 @@ pub(crate) fn analyze_loaded(
         diags.extend(eval::deprecation_warnings(&decl.block.body, &scope));
         let (body, unevaluated) = eval::eval_body_partial(&decl.block.body, &scope);
         let uses_unknown = references_to(&decl.block.body, &graph.deps[i], decls, &unknown);
-        unknown[i] = !uses_unknown.is_empty();
+        // An argument's or export's value is its body's: unknown if that uses unknown data. A
+        // component's exports are never computed here (initial or live ones stand for them),
+        // so its arguments using unknown data leave its exports as known as they were:
+        // `forward_to = [pyroscope.write.w.receiver]` stays checked.
+        if !matches!(decl.kind, Kind::Component(_)) {
+            unknown[i] = !uses_unknown.is_empty();
+        }
         let explained: Vec<Span> = graph.unresolved[i]
             .iter()
             .chain(&uses_unknown)
             .copied()
             .collect();
         let mut failed = report_unevaluated(unevaluated, &explained, &mut diags);
-        attributes_containing(&decl.block.body, &uses_unknown, &mut failed);
+        let mut left_out = HashSet::new();
+        attributes_containing(&decl.block.body, &uses_unknown, &mut left_out);
         let header = decl.block.header_span();
         match decl.kind {
             Kind::Component(registration) => {
+                unchecked.extend(left_out.iter().copied());
+                failed.extend(left_out);
                 if let Err(e) = registration.validate(&body, header, &failed) {
                     diags.extend(args_diagnostics(e, header));
+                }
+                if failed.is_empty() {
+                    args[i] = Some(body);
                 }
             }
             kind => values[i] = Some(value_exports(kind, &body)),
@@ -152,11 +180,14 @@ pub(crate) fn analyze_loaded(
     let mut seen = HashSet::new();
     diags.retain(|d| seen.insert((d.span, d.message.clone())));
     diags.sort_by_key(|d| d.span.map_or(u32::MAX, |s| s.start));
+    unchecked.sort_by_key(|s| (s.start, s.end));
+    unchecked.dedup();
     Analysis {
         loaded,
         graph,
         logging,
         diags,
+        unchecked,
     }
 }
 
@@ -237,20 +268,21 @@ pub(crate) fn scope_for<'p>(
     scope
 }
 
-/// Reports the attributes that could not be evaluated, except those whose failure is a
-/// reference already reported as unresolvable (`unresolved`: where those references are), and
-/// returns the statement spans of all of them, for decoding to skip.
+/// Reports the attributes that could not be evaluated, except those whose failure has another
+/// explanation (`explained`: where the references are that explain it, one already reported as
+/// unresolvable, or one to exports unknown before a build, which is no error), and returns the
+/// statement spans of all of them, for decoding to skip.
 fn report_unevaluated(
     unevaluated: Vec<Unevaluated>,
-    unresolved: &[Span],
+    explained: &[Span],
     diags: &mut Vec<Diagnostic>,
 ) -> HashSet<Span> {
     let mut failed = HashSet::with_capacity(unevaluated.len());
     for u in unevaluated {
-        let explained = unresolved
+        let is_explained = explained
             .iter()
             .any(|r| r.start >= u.span.start && r.end <= u.span.end);
-        if !explained {
+        if !is_explained {
             diags.push(u.error);
         }
         failed.insert(u.span);

@@ -319,15 +319,17 @@ pub(crate) fn check_args<C: Component>(
     let mut diags = decoded.errors;
     if let Some(args) = decoded.value {
         let complete = diags.is_empty() && decoded.skipped.is_empty();
+        // Validation numbers the blocks the value holds, which lacks the blocks left out.
+        let seen = decode::without_skipped_blocks(body, &decoded.skipped);
         for invalid in C::validate(&args) {
-            let written_as_decoded = invalid.attribute_statement(body).is_some_and(|stmt| {
+            let written_as_decoded = invalid.attribute_statement(&seen).is_some_and(|stmt| {
                 !decoded
                     .skipped
                     .iter()
                     .any(|s| s.start <= stmt.start && stmt.end <= s.end)
             });
             if complete || written_as_decoded {
-                diags.push(invalid.locate(body, block_span));
+                diags.push(invalid.locate(&seen, block_span));
             }
         }
     }

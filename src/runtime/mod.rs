@@ -26,7 +26,7 @@ pub mod size;
 pub mod source;
 pub mod task;
 
-pub use check::{check, check_config, check_source};
+pub use check::{Checked, check, check_config, check_report, check_source};
 pub use component::{BoxError, Component, ComponentOptions, ExportsHandle};
 pub use controller::{ComponentFailure, Controller, ControllerOptions, LoadError};
 pub use health::{Health, HealthState};

@@ -70,16 +70,18 @@ impl Inner {
         // exports are read at build (remote.kubernetes.*): the attributes using those are
         // checked by the evaluation in `commit`, after the component was built and has read
         // them, as in Alloy, whose dependants are evaluated after the component's first read.
-        // Such a component's live exports stand only while it is built and its block is
-        // unchanged: new arguments read other data, in `commit` too.
+        // Such a component's live exports stand only for the arguments they were read with:
+        // the new block must evaluate to the arguments it runs with. Comparing blocks would
+        // not do: after a failed update the node has the new block but the old arguments and
+        // data, and the same block can evaluate to other arguments (a module's argument).
         let analysis = {
             let nodes = &state.nodes;
-            analyze_loaded(loaded, &self.base_scope, &|decl| {
+            analyze_loaded(loaded, &self.base_scope, &|decl, args| {
                 let before_build = decl.kind.exports_before_build();
                 match nodes.get(&decl.id) {
                     Some(n) if n.name() == decl.kind.name() => {
                         let current = before_build.is_some()
-                            || (n.instance().is_some() && n.block == decl.block);
+                            || (n.instance().is_some() && args.is_some() && n.args() == args);
                         current.then(|| n.exports.get())
                     }
                     _ => before_build,

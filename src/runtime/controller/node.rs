@@ -99,6 +99,11 @@ impl Node {
         self.instance.as_ref()
     }
 
+    /// The arguments of the last successful build or update: what the instance runs with.
+    pub fn args(&self) -> Option<&EvaluatedBody> {
+        self.args.as_ref()
+    }
+
     /// Evaluates the block in `scope`, then builds the component (first success) or updates it
     /// (arguments changed). On failure the component keeps running with its previous arguments
     /// and is marked unhealthy; the error is returned for the caller to report.

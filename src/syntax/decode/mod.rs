@@ -70,7 +70,7 @@ use serde::de::DeserializeOwned;
 
 use super::ast::Span;
 use super::diag::Diagnostic;
-use super::eval::{EvaluatedBody, path_text};
+use super::eval::{EvaluatedBlock, EvaluatedBody, path_text};
 use super::types::{capsule_mark, capsule_reset};
 use super::value::Value;
 use body::BodyDe;
@@ -114,10 +114,12 @@ pub struct Lenient<T> {
 }
 
 /// Decodes as much as possible, for `scraper check`: every error, and the value with the
-/// statements at fault left out. `unevaluated` holds the statement spans of attributes that
-/// could not be evaluated (their errors are already reported; they must be in `body`, with any
-/// value): they are left out from the start, so the rest of the body is still checked without
-/// reporting what follows from their absence (a required attribute missing).
+/// statements at fault left out. `unevaluated` holds the statement spans of attributes to
+/// leave out (they must be in `body`, with any value): those that could not be evaluated,
+/// whose errors the caller reports, and those left out on purpose without an error (values
+/// known only once a component is built). They are left out from the
+/// start, so the rest of the body is still checked without reporting what follows from their
+/// absence (a required attribute missing).
 pub fn from_body_lenient<T: DeserializeOwned>(
     body: &EvaluatedBody,
     block_span: impl Into<Option<Span>>,
@@ -132,6 +134,29 @@ pub fn from_body_lenient<T: DeserializeOwned>(
         value,
         errors,
         skipped,
+    }
+}
+
+/// `body` as the value of [`from_body_lenient`] saw it: without the blocks it left out
+/// (`skipped`), so that the `index`-th block of a name is the `index`-th element the value
+/// holds. A component's validation numbers the blocks it finds (`Invalid`'s `endpoint[1]`);
+/// without this, after a left-out `endpoint` its errors would land on the block before the
+/// one at fault. Attributes stay: a left-out one is still where the user wrote it.
+pub fn without_skipped_blocks(body: &EvaluatedBody, skipped: &[Span]) -> EvaluatedBody {
+    EvaluatedBody {
+        attributes: body.attributes.clone(),
+        blocks: body
+            .blocks
+            .iter()
+            .filter(|b| !skipped.contains(&b.span))
+            .map(|b| EvaluatedBlock {
+                name: b.name.clone(),
+                label: b.label.clone(),
+                body: without_skipped_blocks(&b.body, skipped),
+                span: b.span,
+                header_span: b.header_span,
+            })
+            .collect(),
     }
 }
 
@@ -224,8 +249,9 @@ fn decode_rounds<T: DeserializeOwned>(
                     continue;
                 }
                 MissingCause::Hidden => {
-                    // The field is missing only because we hid its failing statement; that
-                    // error is already recorded. Hide the enclosing block to go on.
+                    // The field is missing only because we hid its statement: one that
+                    // failed (its error is recorded), or one the caller left out on purpose
+                    // (no error is due). Either way, hide the enclosing block to go on.
                     if block_path.is_empty() || !ctx.hidden.insert(block_path) {
                         break;
                     }
@@ -243,7 +269,8 @@ fn decode_rounds<T: DeserializeOwned>(
         // An error about a whole block (a `try_from` validation) after one of its statements was
         // hidden is most likely caused by the default that took the hidden statement's place
         // (`action = "Replace"` hidden, then "replace action requires 'target_label'"): the real
-        // error is already recorded, so this one is not.
+        // error is recorded elsewhere, or none is due because the statement was left out on
+        // purpose (`unevaluated`), so this one is not.
         let consequence = stmt.as_ref().is_some_and(|p| ctx.hides_inside(p));
         if !consequence {
             errors.push(diag);

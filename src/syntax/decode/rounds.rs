@@ -13,7 +13,7 @@ use crate::syntax::value::Value;
 pub(super) enum MissingCause {
     /// The field was given as `null`; this path should be zero-filled.
     Null(StmtPath),
-    /// The field's statement was hidden after an earlier error.
+    /// The field's statement was hidden: after an earlier error, or left out by the caller.
     Hidden,
     Real,
 }

@@ -39,19 +39,20 @@
 //!   unhealthy with the error until a read succeeds (then an info line).
 //! * `data` is unknown until a read (`EXPORTS_KNOWN_BEFORE_BUILD`): the checks made before
 //!   building (`scraper check`, every load's dry run) leave out the attributes that use it,
-//!   without an error, and check everything else. `run` checks them with the data it read.
+//!   without an error (`scraper check` names them on one line), and check everything else.
+//!   `run` checks them with the data it read. A reload's dry run uses the live data only
+//!   while the block evaluates to the arguments the component runs with.
 //!
 //! # Differences from Alloy, on purpose
 //!
 //! * `namespace` and `name` must be Kubernetes names (they become an API path); Alloy sends
 //!   whatever it is given.
-//! * A failed read of new arguments keeps the old arguments (Alloy has already switched to
-//!   the new ones and polls them next time).
+//! * A failed read of new arguments keeps the old arguments and data (polled as before), and
+//!   the new ones are tried again at the next evaluation (a reload, an input change); Alloy
+//!   has already switched to the new ones and polls them every `poll_frequency`.
 //! * A value that is not UTF-8 gets U+FFFD for its bad bytes (`data`).
 
 pub mod args;
-#[cfg(test)]
-mod check_tests;
 pub mod data;
 mod events;
 
