@@ -40,11 +40,12 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use super::convert::{ConvertError, SERVICE_NAME_ATTRIBUTE};
+pub use super::estimate::request_output_bytes;
 use super::labels::{DroppedAttributes, LabelValue, Place, label_value};
 use super::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
 use super::proto::common::v1::KeyValue;
 use super::proto::profiles::v1development as otlp;
-use super::to_pprof::{SampleLabels, output_bytes, samples_to_pprof};
+use super::to_pprof::{SampleLabels, samples_to_pprof};
 use crate::pprof::proto as pprof;
 use crate::profiles::Label;
 
@@ -210,19 +211,26 @@ fn sample_service<'d>(s: &otlp::Sample, dict: &'d otlp::ProfilesDictionary) -> C
     Cow::Borrowed("")
 }
 
-/// Bytes the pprof samples of the whole request take once converted (see
-/// [`output_bytes`]): a caller reserves or refuses this before calling [`ingest`].
-pub fn request_output_bytes(req: &ExportProfilesServiceRequest) -> u64 {
-    let Some(dict) = req.dictionary.as_ref() else {
-        return 0;
-    };
-    let samples = req
-        .resource_profiles
-        .iter()
-        .flat_map(|rp| &rp.scope_profiles)
-        .flat_map(|sp| &sp.profiles)
-        .flat_map(|p| &p.samples);
-    output_bytes(dict, samples)
+/// A profile's samples split by their `service.name` ([`sample_service`]), the parts in
+/// order of first appearance so the output is deterministic. [`request_output_bytes`]
+/// measures the same parts.
+pub(super) fn group_by_service<'a>(
+    prof: &'a otlp::Profile,
+    dict: &'a otlp::ProfilesDictionary,
+) -> Vec<(Cow<'a, str>, Vec<&'a otlp::Sample>)> {
+    let mut parts: Vec<(Cow<'a, str>, Vec<&'a otlp::Sample>)> = Vec::new();
+    let mut index: HashMap<Cow<'a, str>, usize> = HashMap::new();
+    for s in &prof.samples {
+        let svc = sample_service(s, dict);
+        match index.get(&svc).and_then(|&i| parts.get_mut(i)) {
+            Some((_, samples)) => samples.push(s),
+            None => {
+                index.insert(svc.clone(), parts.len());
+                parts.push((svc, vec![s]));
+            }
+        }
+    }
+    parts
 }
 
 fn text(p: &pprof::Profile, i: i64) -> &str {
@@ -318,21 +326,7 @@ pub fn ingest(req: &ExportProfilesServiceRequest, now_nanos: i64) -> Result<Inge
                     profile: pi,
                     source,
                 };
-                // Groups in order of first appearance, so the output is deterministic.
-                let mut order: Vec<Cow<'_, str>> = Vec::new();
-                let mut groups: HashMap<Cow<'_, str>, Vec<&otlp::Sample>> = HashMap::new();
-                for s in &prof.samples {
-                    let svc = sample_service(s, dict);
-                    groups
-                        .entry(svc.clone())
-                        .or_insert_with(|| {
-                            order.push(svc);
-                            Vec::new()
-                        })
-                        .push(s);
-                }
-                for svc in order {
-                    let samples = groups.remove(&svc).unwrap_or_default();
+                for (svc, samples) in group_by_service(prof, dict) {
                     let mut profile = samples_to_pprof(
                         dict,
                         prof,

@@ -6,6 +6,7 @@ use crate::protocols::otlp::proto::profiles::v1development::{
     Stack, ValueType,
 };
 use crate::protocols::otlp::proto::resource::v1::Resource;
+use crate::protocols::otlp::to_pprof::output_bytes;
 
 fn kv(key: &str, value: &str) -> KeyValue {
     KeyValue {
@@ -292,7 +293,8 @@ fn an_attribute_shared_by_many_samples_is_copied_once() {
 
 #[test]
 fn output_size_is_measured_before_converting() {
-    // (samples as (stack, attributes), expected bytes): 96 per sample, 8 per frame, 32 per
+    // Per-sample terms (see `estimate` for the rest): (samples as (stack, attributes),
+    // expected bytes): 96 per sample, 8 per frame, 32 per
     // attribute; an out-of-range stack counts no frames (the conversion reports it).
     type Samples<'a> = &'a [(i32, &'a [i32])];
     let cases: [(Samples, u64); 4] = [
@@ -304,7 +306,11 @@ fn output_size_is_measured_before_converting() {
     for (case, (samples, want)) in cases.into_iter().enumerate() {
         let samples = samples.iter().map(|(st, a)| sample(*st, a, 1)).collect();
         let req = request(cpu(samples), Vec::new());
-        assert_eq!(request_output_bytes(&req), want, "case {case}");
+        let dict = req.dictionary.as_ref().expect("dictionary");
+        let samples = &req.resource_profiles[0].scope_profiles[0].profiles[0].samples;
+        assert_eq!(output_bytes(dict, samples), want, "case {case}");
+        // The whole estimate adds each part's copies of the dictionary and labels.
+        assert!(request_output_bytes(&req) >= want, "case {case}");
     }
     // One shared stack of 500k frames on 500k samples: 2 TB of location ids, measured from
     // the request's few megabytes without building any.

@@ -93,6 +93,31 @@ pub fn label_value<'a>(
     single_value(Some(value), strings)
 }
 
+/// The most bytes the text [`label_value`] makes of `value` takes (held in a `String`): a
+/// string's length, an int's decimal form at its longest with the spare capacity formatting
+/// may leave; 0 for values without a label form and indices out of the table.
+pub fn value_text_bound(value: Option<&AnyValue>, strings: &[String]) -> u64 {
+    use any_value::Value;
+    /// `i64::MIN` has 20 characters; formatting may leave a `String` of up to 32 bytes.
+    const DECIMAL: u64 = 32;
+    let single = |v: Option<&Value>| match v {
+        Some(Value::StringValue(s)) => s.len() as u64,
+        Some(Value::StringValueStrindex(i)) => usize::try_from(*i)
+            .ok()
+            .and_then(|i| strings.get(i))
+            .map_or(0, |s| s.len() as u64),
+        Some(Value::IntValue(_)) => DECIMAL,
+        _ => 0,
+    };
+    match value.and_then(|v| v.value.as_ref()) {
+        Some(Value::ArrayValue(a)) => match a.values.as_slice() {
+            [one] => single(one.value.as_ref()),
+            _ => 0,
+        },
+        v => single(v),
+    }
+}
+
 /// A value that is not an array, or an array's only element (a nested array is dropped).
 fn single_value<'a>(
     value: Option<&'a any_value::Value>,

@@ -12,6 +12,7 @@
 //! proto/opentelemetry/.
 
 pub mod convert;
+mod estimate;
 pub mod grpc;
 pub mod ingest;
 pub mod labels;

@@ -360,7 +360,7 @@ fn checked_sum(values: &[i64]) -> Result<i64, ConvertError> {
 }
 
 /// Bytes the pprof samples built from `samples` take, before any is built: a location id per
-/// frame of each sample's stack and a label per attribute (two for a link), each sample holding
+/// frame of each sample's stack and a label per attribute (and room for a link's two), each sample holding
 /// its own copy (the OTLP dictionary shares a stack among samples, pprof does not), and the
 /// strings the conversion makes rather than copies: an int attribute's decimal form and a
 /// link's hex ids. Those are made once per attribute or link and pprof, so counting them per
@@ -385,9 +385,14 @@ pub fn output_bytes<'a>(
             .ok()
             .and_then(|i| dict.stack_table.get(i))
             .map_or(0, |st| st.location_indices.len() as u64);
-        // A link adds up to two labels (span and trace id) and their strings.
-        let (links, link_strings) = if s.link_index != 0 { (2, LINK) } else { (0, 0) };
-        let labels = (s.attribute_indices.len() as u64).saturating_add(links);
+        // A link adds up to two labels (span and trace id) and their strings, pushed onto a
+        // list allocated for the attributes: it may grow to twice that, and to at least 4.
+        let attributes = s.attribute_indices.len() as u64;
+        let (labels, link_strings) = if s.link_index != 0 {
+            (attributes.saturating_mul(2).saturating_add(4), LINK)
+        } else {
+            (attributes, 0)
+        };
         let decimals = s
             .attribute_indices
             .iter()

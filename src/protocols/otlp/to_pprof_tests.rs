@@ -351,10 +351,24 @@ fn output_bytes_count_what_the_conversion_makes() {
     let mut linked = prof.samples[0].clone();
     linked.attribute_indices.clear();
     linked.link_index = 1;
-    // Two labels, the 16- and 32-character ids, their overhead and the link's labels.
+    // Room for two labels (a list allocated for no attribute grows to 4), the 16- and
+    // 32-character ids, their overhead and the link's labels.
     assert_eq!(
         output_bytes(&dict, [&linked]) - base,
-        2 * 32 + (16 + 40) + (32 + 40) + 2 * 32
+        4 * 32 + (16 + 40) + (32 + 40) + 2 * 32
+    );
+    // With three attributes the list may grow to 2 * 3 + 4 labels.
+    let mut both = prof.samples[0].clone();
+    both.link_index = 1;
+    both.attribute_indices.truncate(3);
+    let three = {
+        let mut s = both.clone();
+        s.link_index = 0;
+        output_bytes(&dict, [&s])
+    };
+    assert_eq!(
+        output_bytes(&dict, [&both]) - three,
+        (2 * 3 + 4 - 3) * 32 + (16 + 40) + (32 + 40) + 2 * 32
     );
     // (value, decimal length)
     for (n, len) in [

@@ -46,7 +46,7 @@ const MEMORY_FACTOR: u64 = 8;
 /// Requests read or converted at once, per component (both transports): each may hold a body
 /// of up to the size limit, so this and the memory budget bound what clients can make us hold.
 pub(crate) const MAX_IN_FLIGHT: usize = 64;
-/// The pprof samples one request may expand to (bytes, see `ingest::request_output_bytes`):
+/// The pprof profiles one request may expand to (bytes, see `ingest::request_output_bytes`):
 /// the dictionary lets a small request describe huge profiles, refused outright beyond this.
 const MAX_OUTPUT_BYTES: u64 = 1 << 30;
 /// What a client refused for lack of memory is told to wait before retrying.
@@ -304,9 +304,10 @@ async fn process(
             let mut admission = admission;
             let req = ExportProfilesServiceRequest::decode(message)
                 .map_err(|e| Failure::Invalid(format!("failed to parse protobuf request: {e}")))?;
-            // pprof gives every sample its own copy of its stack and labels, which the OTLP
-            // dictionary shares: measure that before building any of it. The encoded pprofs
-            // take about as much again.
+            // pprof gives every sample its own copy of its stack and labels, and every
+            // service's part of a profile its own copy of the dictionary entries it uses,
+            // which the OTLP dictionary shares: measure that before building any of it. The
+            // encoded pprofs take about as much again.
             let output = request_output_bytes(&req).saturating_mul(2);
             if output > MAX_OUTPUT_BYTES
                 || (for_task.budget.limit() != 0 && output > for_task.budget.limit())
