@@ -45,9 +45,11 @@ const fn pushed(bytes: usize) -> u64 {
 /// its entries in the two indexes (`PprofStrings`, `Rebuild::strings`).
 pub(super) const STRING: u64 =
     pushed(size_of::<String>()) + map_entry(size_of::<(u64, i64)>()) + map_entry(16);
-/// A function, mapping or location copied into a part, besides its strings and lines.
+/// A function, mapping or location copied into a part, besides its strings and lines; a
+/// mapping's build id may take an entry in `Rebuild::attribute_strings` too.
 const FUNCTION: u64 = pushed(size_of::<pprof::Function>()) + map_entry(16);
-const MAPPING: u64 = pushed(size_of::<pprof::Mapping>()) + map_entry(16);
+const MAPPING: u64 =
+    pushed(size_of::<pprof::Mapping>()) + map_entry(16) + map_entry(size_of::<(i32, i64)>());
 const LOCATION: u64 = pushed(size_of::<pprof::Location>()) + map_entry(16);
 /// A location's lines are allocated to length.
 const LINE: u64 = size_of::<pprof::Line>() as u64;
@@ -107,8 +109,13 @@ pub fn request_output_bytes(req: &ExportProfilesServiceRequest) -> u64 {
                 let types = sizes.profile_types(prof);
                 for (service, samples) in group_by_service(prof, dict) {
                     let entries = sizes.referenced(&samples, &mut walk).saturating_add(types);
-                    // Held twice: the part's key while it is converted, and its label.
-                    let service = (service.len() as u64).max(resource_service);
+                    // Held twice: the part's key while it is converted, and its label,
+                    // which is the resource's name only for the samples that name none.
+                    let service = if service.is_empty() {
+                        resource_service
+                    } else {
+                        service.len() as u64
+                    };
                     total = total
                         .saturating_add(PART)
                         .saturating_add(entries.min(sizes.dictionary))

@@ -575,3 +575,49 @@ fn labels_keep_their_type() {
     // `Label` is the (key, value) pair `SERIES_LABEL` is sized for.
     assert_eq!(size_of::<Label>(), 2 * size_of::<String>());
 }
+
+#[test]
+fn the_resource_service_name_is_charged_only_to_parts_that_take_it() {
+    // A 64 KiB executable name on the resource, 100 samples each naming its own service:
+    // every part copies the name as a series label, but `ingest` gives none of them the
+    // resource's service name, so none is charged it (it was, twice, at 300 names); one
+    // sample that names no service makes a part that takes it: label and service name.
+    const NAME: u64 = 1 << 16;
+    let services = 100;
+    let mut attribute_table = vec![KeyValueAndUnit::default()];
+    attribute_table.extend((0..services).map(|i| attr(SERVICE_KEY, text(&format!("s{i}")))));
+    let dict = ProfilesDictionary {
+        string_table: STRINGS.iter().map(|s| s.to_string()).collect(),
+        location_table: vec![Location::default()],
+        stack_table: vec![Stack::default()],
+        attribute_table,
+        ..ProfilesDictionary::default()
+    };
+    let resource = vec![kv(
+        EXECUTABLE_NAME_ATTRIBUTE,
+        text(&"e".repeat(NAME as usize)),
+    )];
+    let named: Vec<otlp::Sample> = (1..=services).map(|a| sample(0, vec![a], 0)).collect();
+    let mut unnamed = named.clone();
+    unnamed.push(sample(0, Vec::new(), 0));
+    // (case, samples, the least and the most the estimate may be, in names)
+    let cases = [
+        ("every sample names its service", named, 100, 150),
+        ("one does not", unnamed, 103, 150),
+    ];
+    for (case, samples, least, most) in cases {
+        let req = request(
+            dict.clone(),
+            vec![(resource.clone(), vec![cpu_profile(samples)])],
+        );
+        let got = request_output_bytes(&req);
+        assert!(got >= least * NAME && got <= most * NAME, "{case}: {got}");
+        let built: u64 = ingest(&req, 1)
+            .expect(case)
+            .profiles
+            .iter()
+            .map(in_memory)
+            .sum();
+        assert!(got >= built, "{case}: estimate {got} < built {built}");
+    }
+}

@@ -41,7 +41,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::convert::{ConvertError, SERVICE_NAME_ATTRIBUTE};
 pub use super::estimate::request_output_bytes;
-use super::labels::{DroppedAttributes, LabelValue, Place, label_value};
+use super::labels::{DroppedAttributes, LabelValue, Place, label_value, string_index};
 use super::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
 use super::proto::common::v1::KeyValue;
 use super::proto::profiles::v1development as otlp;
@@ -111,25 +111,29 @@ const RESERVED_KEYS: [&str; 2] = ["__name__", "service_name"];
 
 /// An attribute list's labels in order, the first of a key winning, and the executable names
 /// it gives; the attributes without a label form are counted in `dropped`.
-struct AttributeLabels {
-    labels: Vec<Label>,
+///
+/// Borrowed from the request: a label is copied only into the parts that carry it (which the
+/// estimate charges per part). Copied here, many attributes naming one long string would
+/// take their length each, even for a resource without samples.
+struct AttributeLabels<'a> {
+    labels: Vec<(&'a str, Cow<'a, str>)>,
     /// Every `process.executable.name` with a label value, in order, duplicates included.
-    executables: Vec<String>,
+    executables: Vec<Cow<'a, str>>,
 }
 
-impl AttributeLabels {
+impl<'a> AttributeLabels<'a> {
     /// Pyroscope's `appendAttributesUnique`: an attribute whose key is `taken` (already given
     /// a label, here or by an earlier list) is skipped before its value is read, so it is not
     /// counted as dropped; a key is taken by its first value that gives a label.
     fn read(
-        attrs: &[KeyValue],
+        attrs: &'a [KeyValue],
         place: Place,
-        strings: &[String],
+        strings: &'a [String],
         taken: &HashSet<&str>,
         dropped: &mut DroppedAttributes,
     ) -> Result<Self, ConvertError> {
-        let mut labels: Vec<Label> = Vec::new();
-        let mut executables: Vec<String> = Vec::new();
+        let mut labels: Vec<(&'a str, Cow<'a, str>)> = Vec::new();
+        let mut executables: Vec<Cow<'a, str>> = Vec::new();
         let mut seen: HashSet<&str> = HashSet::new();
         for kv in attrs {
             let key = kv.key.as_str();
@@ -139,7 +143,7 @@ impl AttributeLabels {
             if key == EXECUTABLE_NAME_ATTRIBUTE
                 && let LabelValue::Text(v) = &value
             {
-                executables.push(v.clone().into_owned());
+                executables.push(v.clone());
             }
             if taken.contains(key) || seen.contains(key) {
                 continue;
@@ -147,7 +151,7 @@ impl AttributeLabels {
             match value {
                 LabelValue::Text(v) => {
                     seen.insert(key);
-                    labels.push((kv.key.clone(), v.into_owned()));
+                    labels.push((key, v));
                 }
                 LabelValue::Absent => {}
                 LabelValue::Dropped(kind) => dropped.add(place, kind, key),
@@ -162,8 +166,15 @@ impl AttributeLabels {
     fn get(&self, key: &str) -> Option<&str> {
         self.labels
             .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    /// The labels as a part holds them: its own copy.
+    fn owned(&self) -> impl Iterator<Item = Label> + '_ {
+        self.labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone().into_owned()))
     }
 
     /// The resource's service name (its first `service.name` with a label value), or
@@ -183,54 +194,109 @@ impl AttributeLabels {
     }
 }
 
-/// The value of a sample's `service.name` attribute read as [`label_value`] reads it, or ""
-/// (an unresolvable index counts as absent here; the conversion reports it). Borrowed from
-/// the request when it is a string: a long name shared by many samples is not copied per
-/// sample.
-fn sample_service<'d>(s: &otlp::Sample, dict: &'d otlp::ProfilesDictionary) -> Cow<'d, str> {
-    for &a in &s.attribute_indices {
-        let Some(kv) = usize::try_from(a)
+/// The index of a sample's first `service.name` attribute, or `None`: Pyroscope's
+/// `getAttributeValueByKeyOrEmpty`, where the first attribute with the key decides even when
+/// its value gives no label. Indices out of the table are skipped here (the conversion reports
+/// them). Constant work per attribute index: a key is compared (its length first), never
+/// hashed, and the value is not read.
+fn service_attribute(s: &otlp::Sample, dict: &otlp::ProfilesDictionary) -> Option<i32> {
+    s.attribute_indices.iter().copied().find(|&a| {
+        usize::try_from(a)
             .ok()
             .and_then(|i| dict.attribute_table.get(i))
-        else {
-            continue;
-        };
-        let key = usize::try_from(kv.key_strindex)
-            .ok()
-            .and_then(|i| dict.string_table.get(i));
-        if key.map(String::as_str) != Some(SERVICE_NAME_ATTRIBUTE) {
-            continue;
-        }
-        // Pyroscope's `getAttributeValueByKeyOrEmpty`: the first attribute with the key
-        // decides, even when its value gives no label.
-        return match label_value(kv.value.as_ref(), &dict.string_table) {
-            Ok(LabelValue::Text(v)) => v,
-            _ => Cow::Borrowed(""),
-        };
-    }
-    Cow::Borrowed("")
+            .and_then(|kv| usize::try_from(kv.key_strindex).ok())
+            .and_then(|i| dict.string_table.get(i))
+            .is_some_and(|key| key == SERVICE_NAME_ATTRIBUTE)
+    })
 }
 
-/// A profile's samples split by their `service.name` ([`sample_service`]), the parts in
+/// The service name attribute `a` gives its samples, read as [`label_value`] reads it, or ""
+/// (no attribute, a value without a label form or an unresolvable index: the conversion
+/// reports the latter). Borrowed from the request when it is a string.
+fn service_text<'d>(a: Option<i32>, dict: &'d otlp::ProfilesDictionary) -> Cow<'d, str> {
+    let kv = a
+        .and_then(|a| usize::try_from(a).ok())
+        .and_then(|i| dict.attribute_table.get(i));
+    match kv.map(|kv| label_value(kv.value.as_ref(), &dict.string_table)) {
+        Some(Ok(LabelValue::Text(v))) => v,
+        _ => Cow::Borrowed(""),
+    }
+}
+
+/// A profile's samples split by their `service.name` ([`service_attribute`]), the parts in
 /// order of first appearance so the output is deterministic. [`request_output_bytes`]
 /// measures the same parts.
+///
+/// Linear in the request, however long a name and however many samples or attributes share
+/// it: a sample is keyed by the index of its `service.name` attribute, and a name's text is
+/// read and hashed once per distinct attribute, or once per string-table index when the
+/// attributes hold it there ([`string_index`]); equal texts from different sources still
+/// make one part.
 pub(super) fn group_by_service<'a>(
     prof: &'a otlp::Profile,
     dict: &'a otlp::ProfilesDictionary,
 ) -> Vec<(Cow<'a, str>, Vec<&'a otlp::Sample>)> {
-    let mut parts: Vec<(Cow<'a, str>, Vec<&'a otlp::Sample>)> = Vec::new();
-    let mut index: HashMap<Cow<'a, str>, usize> = HashMap::new();
+    let mut parts = ServiceParts {
+        dict,
+        parts: Vec::new(),
+        by_attribute: HashMap::new(),
+        by_string: HashMap::new(),
+        by_text: HashMap::new(),
+    };
     for s in &prof.samples {
-        let svc = sample_service(s, dict);
-        match index.get(&svc).and_then(|&i| parts.get_mut(i)) {
-            Some((_, samples)) => samples.push(s),
-            None => {
-                index.insert(svc.clone(), parts.len());
-                parts.push((svc, vec![s]));
-            }
+        let part = parts.part(service_attribute(s, dict));
+        if let Some((_, samples)) = parts.parts.get_mut(part) {
+            samples.push(s);
         }
     }
-    parts
+    parts.parts
+}
+
+/// The parts of [`group_by_service`] as they are found, and the three steps from a sample's
+/// `service.name` attribute to its part, each remembered so that a text is hashed once.
+struct ServiceParts<'a> {
+    dict: &'a otlp::ProfilesDictionary,
+    parts: Vec<(Cow<'a, str>, Vec<&'a otlp::Sample>)>,
+    /// Part of each `service.name` attribute index (`None`: no such attribute).
+    by_attribute: HashMap<Option<i32>, usize>,
+    /// Part of each string-table index a service name was read from.
+    by_string: HashMap<i32, usize>,
+    by_text: HashMap<Cow<'a, str>, usize>,
+}
+
+impl<'a> ServiceParts<'a> {
+    /// The part of the samples whose first `service.name` attribute is `a`, made if new.
+    fn part(&mut self, a: Option<i32>) -> usize {
+        if let Some(&part) = self.by_attribute.get(&a) {
+            return part;
+        }
+        let strindex = a
+            .and_then(|a| usize::try_from(a).ok())
+            .and_then(|i| self.dict.attribute_table.get(i))
+            .and_then(|kv| string_index(kv.value.as_ref()));
+        let part = match strindex.and_then(|i| self.by_string.get(&i)) {
+            Some(&part) => part,
+            None => {
+                let part = self.part_of_text(service_text(a, self.dict));
+                if let Some(i) = strindex {
+                    self.by_string.insert(i, part);
+                }
+                part
+            }
+        };
+        self.by_attribute.insert(a, part);
+        part
+    }
+
+    fn part_of_text(&mut self, text: Cow<'a, str>) -> usize {
+        if let Some(&part) = self.by_text.get(&text) {
+            return part;
+        }
+        let part = self.parts.len();
+        self.by_text.insert(text.clone(), part);
+        self.parts.push((text, Vec::new()));
+        part
+    }
 }
 
 fn text(p: &pprof::Profile, i: i64) -> &str {
@@ -310,10 +376,12 @@ pub fn ingest(req: &ExportProfilesServiceRequest, now_nanos: i64) -> Result<Inge
             &mut out.dropped,
         )
         .map_err(attrs_failed(None))?;
-        let resource_service = resource.service_name();
+        // Made when a part first needs it (samples that name no service): it can be long,
+        // and the estimate charges it only to such parts.
+        let mut resource_service: Option<String> = None;
         // A scope attribute whose key the resource gave a label is skipped (and not counted).
         let mut taken = reserved;
-        taken.extend(resource.labels.iter().map(|(k, _)| k.as_str()));
+        taken.extend(resource.labels.iter().map(|(k, _)| *k));
         for (si, sp) in rp.scope_profiles.iter().enumerate() {
             let scope_attrs = sp.scope.as_ref().map_or(&[][..], |s| &s.attributes[..]);
             let scope =
@@ -349,10 +417,12 @@ pub fn ingest(req: &ExportProfilesServiceRequest, now_nanos: i64) -> Result<Inge
                         ("__name__".into(), name),
                     ];
                     // Their keys are distinct and none is reserved (`AttributeLabels::read`).
-                    labels.extend(resource.labels.iter().cloned());
-                    labels.extend(scope.labels.iter().cloned());
+                    labels.extend(resource.owned());
+                    labels.extend(scope.owned());
                     let service = if svc.is_empty() {
-                        resource_service.clone()
+                        resource_service
+                            .get_or_insert_with(|| resource.service_name())
+                            .clone()
                     } else {
                         svc.into_owned()
                     };

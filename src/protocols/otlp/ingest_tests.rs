@@ -658,3 +658,183 @@ fn out_of_table_string_references_in_attributes_are_refused() {
         "{err}"
     );
 }
+
+/// How many samples (or attributes, or references) the CPU-bomb tests below put on one long
+/// string. Each test finishes in well under a second when the work is linear; were the string
+/// read or hashed once per reference, it would take 200k x 1 MiB = 200 GB of hashing (or
+/// copying), which does not finish in any reasonable time: completing is the assertion (no
+/// timing is measured, so a slow machine cannot fail them).
+const REFERENCES: usize = 200_000;
+
+fn big() -> String {
+    "s".repeat(1 << 20)
+}
+
+/// A request whose `samples` refer to attributes from `attributes`, which are added to the
+/// dictionary from index 4 on (`big()` is string 11).
+fn with_sample_attributes(
+    attributes: Vec<KeyValueAndUnit>,
+    samples: Vec<otlp::Sample>,
+) -> ExportProfilesServiceRequest {
+    let mut req = request(cpu(samples), vec![kv("service.name", "res")]);
+    let dict = req.dictionary.as_mut().expect("dictionary");
+    dict.string_table.push(big());
+    dict.attribute_table.extend(attributes);
+    req
+}
+
+fn attr_value(key: i32, value: any_value::Value) -> KeyValueAndUnit {
+    KeyValueAndUnit {
+        key_strindex: key,
+        value: Some(AnyValue { value: Some(value) }),
+        unit_strindex: 0,
+    }
+}
+
+#[test]
+fn a_long_service_name_is_read_once_however_many_samples_share_it() {
+    use any_value::Value as V;
+    let n = REFERENCES as i32;
+    // (case, attributes from index 4, samples): every case names the service `big()`.
+    let cases: Vec<(&str, Vec<KeyValueAndUnit>, Vec<otlp::Sample>)> = vec![
+        (
+            "one attribute holding the name, on every sample",
+            vec![attr_value(7, V::StringValue(big()))],
+            vec![sample(1, &[4], 1); REFERENCES],
+        ),
+        (
+            "an attribute per sample, all naming one string of the table",
+            (0..n)
+                .map(|_| attr_value(7, V::StringValueStrindex(11)))
+                .collect(),
+            (0..n).map(|i| sample(1, &[4 + i], 1)).collect(),
+        ),
+        (
+            "the same, as arrays of one string",
+            (0..n)
+                .map(|_| attr_value(7, one(vec![V::StringValueStrindex(11)])))
+                .collect(),
+            (0..n).map(|i| sample(1, &[4 + i], 1)).collect(),
+        ),
+        (
+            "two attributes with equal text (held apart) make one part",
+            vec![
+                attr_value(7, V::StringValue(big())),
+                attr_value(7, V::StringValueStrindex(11)),
+                attr_value(7, V::StringValue(big())),
+            ],
+            (0..n).map(|i| sample(1, &[4 + i % 3], 1)).collect(),
+        ),
+    ];
+    for (case, attributes, samples) in cases {
+        let req = with_sample_attributes(attributes, samples);
+        let dict = req.dictionary.as_ref().expect("dictionary");
+        let prof = &req.resource_profiles[0].scope_profiles[0].profiles[0];
+        let parts = group_by_service(prof, dict);
+        assert_eq!(parts.len(), 1, "{case}");
+        assert_eq!(parts[0].0, big(), "{case}");
+        assert_eq!(parts[0].1.len(), REFERENCES, "{case}");
+        assert!(request_output_bytes(&req) > 0, "{case}");
+        let got = ingest(&req, 1).expect("ingests").profiles;
+        assert_eq!(got.len(), 1, "{case}");
+        assert_eq!(
+            label(&got[0], "service_name"),
+            Some(big().as_str()),
+            "{case}"
+        );
+        assert_eq!(got[0].profile.sample.len(), REFERENCES, "{case}");
+    }
+}
+
+#[test]
+fn parts_are_told_apart_by_text_in_order_of_first_appearance() {
+    use any_value::Value as V;
+    // Attributes 4.. : "b" inline, "b" through the table (string 12), "a" inline, an int 7,
+    // "7" inline, a bool (no label: the resource's name, like no attribute at all).
+    let mut req = with_sample_attributes(
+        vec![
+            attr_value(7, V::StringValue("b".into())),
+            attr_value(7, V::StringValueStrindex(12)),
+            attr_value(7, V::StringValue("a".into())),
+            attr_value(7, V::IntValue(7)),
+            attr_value(7, V::StringValue("7".into())),
+            attr_value(7, V::BoolValue(true)),
+        ],
+        [5, 4, 6, 8, 7, 9, 6]
+            .iter()
+            .map(|&a| sample(1, &[a], 1))
+            .chain([sample(1, &[], 1), sample(1, &[3], 1)])
+            .collect(),
+    );
+    req.dictionary
+        .as_mut()
+        .expect("dictionary")
+        .string_table
+        .push("b".into());
+    let dict = req.dictionary.as_ref().expect("dictionary");
+    let prof = &req.resource_profiles[0].scope_profiles[0].profiles[0];
+    let parts: Vec<(String, usize)> = group_by_service(prof, dict)
+        .into_iter()
+        .map(|(svc, samples)| (svc.into_owned(), samples.len()))
+        .collect();
+    let want = [("b", 2), ("a", 2), ("7", 2), ("", 3)].map(|(s, n)| (s.to_owned(), n));
+    assert_eq!(parts, want);
+}
+
+#[test]
+fn a_long_label_value_named_by_many_attributes_is_hashed_once() {
+    // An attribute per sample, each a `thread` label naming the same long string of the
+    // table: resolved once per attribute, the string is hashed once (by its index).
+    let n = REFERENCES as i32;
+    let attributes = (0..n)
+        .map(|_| attr_value(8, any_value::Value::StringValueStrindex(11)))
+        .collect();
+    let samples = (0..n).map(|i| sample(1, &[4 + i], 1)).collect();
+    let req = with_sample_attributes(attributes, samples);
+    let got = ingest(&req, 1).expect("ingests").profiles;
+    let p = &got[0].profile;
+    let big = big();
+    assert_eq!(p.sample.len(), REFERENCES);
+    assert_eq!(p.string_table.iter().filter(|s| **s == big).count(), 1);
+    assert!(p.sample.iter().all(|s| text(p, s.label[0].str) == big));
+}
+
+#[test]
+fn long_resource_attributes_are_copied_only_into_the_parts_that_carry_them() {
+    use any_value::Value as V;
+    let exe = |_| kv_any(EXECUTABLE_NAME_ATTRIBUTE, V::StringValueStrindex(11));
+    let distinct = |i: usize| kv_any(&format!("k{i}"), V::StringValueStrindex(11));
+    // (case, resource attributes, samples, profiles made): read before any is copied, 200k
+    // references to a 1 MiB string would take 200 GB.
+    let cases: Vec<(&str, Vec<KeyValue>, Vec<otlp::Sample>, usize)> = vec![
+        (
+            "executable names, every sample naming its service",
+            (0..REFERENCES).map(exe).collect(),
+            vec![sample(1, &[1], 1)],
+            1,
+        ),
+        (
+            "executable names, no samples",
+            (0..REFERENCES).map(exe).collect(),
+            Vec::new(),
+            0,
+        ),
+        (
+            "labels, no samples",
+            (0..REFERENCES).map(distinct).collect(),
+            Vec::new(),
+            0,
+        ),
+    ];
+    for (case, resource, samples, want) in cases {
+        let mut req = with_sample_attributes(Vec::new(), samples);
+        if let Some(r) = req.resource_profiles[0].resource.as_mut() {
+            r.attributes = resource;
+        }
+        let got = ingest(&req, 1).expect("ingests").profiles;
+        assert_eq!(got.len(), want, "{case}");
+        for i in &got {
+            assert_eq!(label(i, "service_name"), Some("a"), "{case}");
+        }
+    }
+}

@@ -118,6 +118,25 @@ pub fn value_text_bound(value: Option<&AnyValue>, strings: &[String]) -> u64 {
     }
 }
 
+/// The string-table index [`label_value`] reads `value`'s text from: a
+/// `string_value_strindex`, alone or as an array's only element; `None` for every other
+/// value. Many attributes may name one long string: a caller keyed by this index reads and
+/// hashes its text once, not once per attribute.
+pub fn string_index(value: Option<&AnyValue>) -> Option<i32> {
+    use any_value::Value;
+    match value?.value.as_ref()? {
+        Value::StringValueStrindex(i) => Some(*i),
+        Value::ArrayValue(a) => match a.values.as_slice() {
+            [one] => match one.value.as_ref()? {
+                Value::StringValueStrindex(i) => Some(*i),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// A value that is not an array, or an array's only element (a nested array is dropped).
 fn single_value<'a>(
     value: Option<&'a any_value::Value>,

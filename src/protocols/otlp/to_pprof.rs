@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use super::convert::{BUILD_ID_ATTRIBUTE, ConvertError, SERVICE_NAME_ATTRIBUTE, get};
-use super::labels::{DroppedAttributes, LabelValue, Place, ValueKind, label_value};
+use super::labels::{DroppedAttributes, LabelValue, Place, ValueKind, label_value, string_index};
 use super::pprof_strings::PprofStrings;
 use super::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
 use super::proto::common::v1::{AnyValue, any_value};
@@ -43,6 +43,8 @@ struct Rebuild<'a> {
     labels: HashMap<i32, Resolved>,
     /// A link's labels, made once per link like the attributes.
     links: HashMap<i32, Vec<pprof::Label>>,
+    /// String attribute index → pprof string index, for build ids (see `attribute_string`).
+    attribute_strings: HashMap<i32, i64>,
     rule: SampleLabels,
 }
 
@@ -98,6 +100,7 @@ impl<'a> Rebuild<'a> {
             locations: HashMap::new(),
             labels: HashMap::new(),
             links: HashMap::new(),
+            attribute_strings: HashMap::new(),
             rule,
         };
         r.strings.insert(0, 0);
@@ -145,7 +148,10 @@ impl<'a> Rebuild<'a> {
             return Ok(id);
         }
         let m = get("mapping_table", &self.dict.mapping_table, i64::from(i))?;
-        let mut build_id = 0;
+        // Every index is checked, but only the last build id with a string value is read
+        // (the last one wins): a mapping may list one attribute with a long value many
+        // times, and reading it each time would cost its length per copy.
+        let mut last_build_id = None;
         for &a in &m.attribute_indices {
             let kv = get("attribute_table", &self.dict.attribute_table, i64::from(a))?;
             let key = get(
@@ -153,12 +159,14 @@ impl<'a> Rebuild<'a> {
                 &self.dict.string_table,
                 kv.key_strindex.into(),
             )?;
-            if key == BUILD_ID_ATTRIBUTE
-                && let Some(text) = self.attribute_text(kv)?
-            {
-                build_id = self.string_value(&text);
+            if key == BUILD_ID_ATTRIBUTE && attribute_text(kv, &self.dict.string_table)?.is_some() {
+                last_build_id = Some((a, kv));
             }
         }
+        let build_id = match last_build_id {
+            Some((a, kv)) => self.attribute_string(a, kv)?,
+            None => 0,
+        };
         let id = self.p.mapping.len() as u64 + 1;
         let mapping = pprof::Mapping {
             id,
@@ -200,15 +208,28 @@ impl<'a> Rebuild<'a> {
         Ok(id)
     }
 
-    /// A string attribute's text (plain or through the string table); `None` for other kinds.
-    fn attribute_text(&self, kv: &otlp::KeyValueAndUnit) -> Result<Option<String>, ConvertError> {
-        Ok(match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-            Some(any_value::Value::StringValue(s)) => Some(s.clone()),
-            Some(any_value::Value::StringValueStrindex(i)) => {
-                Some(get("string_table", &self.dict.string_table, i64::from(*i))?.clone())
-            }
-            _ => None,
-        })
+    /// The table index of string attribute `a`'s text (0 for other kinds), hashed once per
+    /// part: by its string-table index when it has one, else by `a` (attributes are
+    /// resolved once anyway, but a mapping's build id is read outside `labels`).
+    fn attribute_string(
+        &mut self,
+        a: i32,
+        kv: &otlp::KeyValueAndUnit,
+    ) -> Result<i64, ConvertError> {
+        if let Some(any_value::Value::StringValueStrindex(i)) =
+            kv.value.as_ref().and_then(|v| v.value.as_ref())
+        {
+            return self.string(*i);
+        }
+        if let Some(&s) = self.attribute_strings.get(&a) {
+            return Ok(s);
+        }
+        let s = match attribute_text(kv, &self.dict.string_table)? {
+            Some(text) => self.table.intern(text),
+            None => 0,
+        };
+        self.attribute_strings.insert(a, s);
+        Ok(s)
     }
 
     /// Attribute `a` as a pprof label; a dropped one is counted in `dropped` each time a
@@ -258,7 +279,11 @@ impl<'a> Rebuild<'a> {
                 LabelValue::Dropped(kind) => return Ok(Resolved::Dropped(kind)),
             };
             let key = self.string(kv.key_strindex)?;
-            let str = self.string_value(&text);
+            // Many attributes may name one long string: hashed once, by its index.
+            let str = match string_index(kv.value.as_ref()) {
+                Some(i) => self.string(i)?,
+                None => self.string_value(&text),
+            };
             return Ok(Resolved::Label(pprof::Label {
                 key,
                 str,
@@ -266,8 +291,8 @@ impl<'a> Rebuild<'a> {
             }));
         }
         let key = self.string(kv.key_strindex)?;
-        if let Some(text) = self.attribute_text(kv)? {
-            let str = self.string_value(&text);
+        if attribute_text(kv, &self.dict.string_table)?.is_some() {
+            let str = self.attribute_string(a, kv)?;
             return Ok(Resolved::Label(pprof::Label {
                 key,
                 str,
@@ -324,6 +349,21 @@ impl<'a> Rebuild<'a> {
         self.links.insert(i, labels);
         Ok(())
     }
+}
+
+/// A string attribute's text (plain or through the string table); `None` for other kinds.
+/// Borrowed: checking an attribute costs nothing whatever its length.
+fn attribute_text<'k>(
+    kv: &'k otlp::KeyValueAndUnit,
+    strings: &'k [String],
+) -> Result<Option<&'k str>, ConvertError> {
+    Ok(match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+        Some(any_value::Value::StringValue(s)) => Some(s.as_str()),
+        Some(any_value::Value::StringValueStrindex(i)) => {
+            Some(get("string_table", strings, i64::from(*i))?.as_str())
+        }
+        _ => None,
+    })
 }
 
 fn resource_labels(resource: Option<&Resource>) -> Vec<Label> {

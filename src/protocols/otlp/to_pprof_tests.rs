@@ -388,3 +388,160 @@ fn output_bytes_count_what_the_conversion_makes() {
         None
     );
 }
+
+/// A dictionary whose one sample's stack has a location per entry of `mappings`, each with
+/// its own mapping of those attribute indices. Strings: 0 "", 1 samples, 2 count, 3 the
+/// build id key, 4 a 1 MiB string, 5 other. Attributes: 1 build id = 1 MiB inline, 2 build
+/// id = string 4, 3 build id "a", 4 build id "b", 5 build id = int 5, 6 other = "x".
+fn with_mappings(mappings: Vec<Vec<i32>>) -> (otlp::ProfilesDictionary, otlp::Profile) {
+    use any_value::Value as V;
+    let attr = |key: i32, value: V| otlp::KeyValueAndUnit {
+        key_strindex: key,
+        value: Some(any(value)),
+        unit_strindex: 0,
+    };
+    let n = mappings.len() as i32;
+    let big = "m".repeat(1 << 20);
+    let dict = otlp::ProfilesDictionary {
+        string_table: [
+            "",
+            "samples",
+            "count",
+            BUILD_ID_ATTRIBUTE,
+            big.as_str(),
+            "other",
+        ]
+        .map(String::from)
+        .to_vec(),
+        attribute_table: vec![
+            otlp::KeyValueAndUnit::default(),
+            attr(3, V::StringValue(big.clone())),
+            attr(3, V::StringValueStrindex(4)),
+            attr(3, V::StringValue("a".into())),
+            attr(3, V::StringValue("b".into())),
+            attr(3, V::IntValue(5)),
+            attr(5, V::StringValue("x".into())),
+        ],
+        mapping_table: std::iter::once(otlp::Mapping::default())
+            .chain(mappings.into_iter().map(|attribute_indices| otlp::Mapping {
+                attribute_indices,
+                ..otlp::Mapping::default()
+            }))
+            .collect(),
+        location_table: std::iter::once(otlp::Location::default())
+            .chain((1..=n).map(|m| otlp::Location {
+                mapping_index: m,
+                ..otlp::Location::default()
+            }))
+            .collect(),
+        stack_table: vec![
+            otlp::Stack::default(),
+            otlp::Stack {
+                location_indices: (1..=n).collect(),
+            },
+        ],
+        ..otlp::ProfilesDictionary::default()
+    };
+    let prof = otlp::Profile {
+        sample_type: Some(otlp::ValueType {
+            type_strindex: 1,
+            unit_strindex: 2,
+        }),
+        samples: vec![otlp::Sample {
+            stack_index: 1,
+            values: vec![1],
+            ..otlp::Sample::default()
+        }],
+        ..otlp::Profile::default()
+    };
+    (dict, prof)
+}
+
+#[test]
+fn a_build_id_is_read_once_however_often_it_is_listed() {
+    // 200k references to a 1 MiB value: read or hashed once per reference, they would take
+    // 200 GB of work, which does not finish; linear, each case takes well under a second.
+    // Completing is the assertion (no timing is measured).
+    const REFERENCES: usize = 200_000;
+    let big = "m".repeat(1 << 20);
+    let big = big.as_str();
+    // (case, each mapping's attribute indices, each mapping's build id)
+    type Mappings = Vec<Vec<i32>>;
+    let cases: Vec<(&str, Mappings, Vec<&str>)> = vec![
+        ("none", vec![vec![]], vec![""]),
+        ("another key", vec![vec![6]], vec![""]),
+        ("the last string wins", vec![vec![3, 4, 5, 6]], vec!["b"]),
+        ("in list order", vec![vec![4, 6, 3]], vec!["a"]),
+        (
+            "one inline value listed 200k times",
+            vec![vec![1; REFERENCES]],
+            vec![big],
+        ),
+        (
+            "one table string listed 200k times",
+            vec![vec![2; REFERENCES]],
+            vec![big],
+        ),
+        (
+            "200k mappings sharing an inline value",
+            vec![vec![1]; REFERENCES],
+            vec![big; REFERENCES],
+        ),
+        (
+            "200k mappings sharing a table string",
+            vec![vec![2]; REFERENCES],
+            vec![big; REFERENCES],
+        ),
+    ];
+    for (case, mappings, want) in cases {
+        let (dict, prof) = with_mappings(mappings);
+        let samples: Vec<&otlp::Sample> = prof.samples.iter().collect();
+        let mut dropped = DroppedAttributes::default();
+        let p = samples_to_pprof(
+            &dict,
+            &prof,
+            &samples,
+            SampleLabels::Pyroscope,
+            &[],
+            &mut dropped,
+        )
+        .expect("converts");
+        let got: Vec<&str> = p
+            .mapping
+            .iter()
+            .map(|m| p.string_table[m.build_id as usize].as_str())
+            .collect();
+        assert!(got == want, "{case}");
+        let copies = p.string_table.iter().filter(|s| *s == big).count();
+        assert!(copies <= 1, "{case}: {copies} copies");
+    }
+}
+
+#[test]
+fn a_mapping_listing_a_bad_index_is_refused_whatever_its_build_id() {
+    // Every index is checked, not only the build id that is read.
+    for (case, attributes) in [("after", vec![3, 99]), ("before", vec![99, 3])] {
+        let (dict, prof) = with_mappings(vec![attributes]);
+        let samples: Vec<&otlp::Sample> = prof.samples.iter().collect();
+        let mut dropped = DroppedAttributes::default();
+        let got = samples_to_pprof(
+            &dict,
+            &prof,
+            &samples,
+            SampleLabels::Pyroscope,
+            &[],
+            &mut dropped,
+        );
+        assert!(
+            matches!(
+                got,
+                Err(ConvertError::OtlpIndex {
+                    table: "attribute_table",
+                    index: 99,
+                    ..
+                })
+            ),
+            "{case}: {got:?}"
+        );
+    }
+}
