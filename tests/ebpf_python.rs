@@ -377,19 +377,7 @@ async fn compare(label: &str, python: &str, spy: &Path) -> Vec<String> {
     eprintln!(
         "\n{label} ({python}, pid {pid}): {used} of our profiles in py-spy's {WINDOW} s window"
     );
-    eprintln!("python debug info: {:#}", info["debugInfo"]["python"]);
-    eprintln!("bpf counters: {}", info["debugInfo"]["bpf"]);
-    if let Some((names, _, w)) = our
-        .stacks
-        .iter()
-        .filter(|s| s.0.iter().any(|n| n == "hot"))
-        .max_by(|a, b| a.2.total_cmp(&b.2))
-    {
-        eprintln!(
-            "  our heaviest stack with hot ({w:.0} samples), leaf first: {}",
-            names.join(" <- ")
-        );
-    }
+    print_counters_and_heaviest(&info, &our);
     if required("EBPF_PYTHON_DEBUG") {
         debug_stacks(&our, &spy_stacks);
     }
@@ -480,6 +468,24 @@ async fn compare(label: &str, python: &str, spy: &Path) -> Vec<String> {
 }
 
 /// `EBPF_PYTHON_DEBUG=1`: the stacks behind a `via_c` share that differs from py-spy's.
+/// The component's Python and BPF counters and our heaviest stack holding `hot`: printed by
+/// both tests before anything is asserted, so a failure shows what the walk saw.
+fn print_counters_and_heaviest(info: &serde_json::Value, our: &Stacks) {
+    eprintln!("python debug info: {:#}", info["debugInfo"]["python"]);
+    eprintln!("bpf counters: {}", info["debugInfo"]["bpf"]);
+    if let Some((names, _, w)) = our
+        .stacks
+        .iter()
+        .filter(|s| s.0.iter().any(|n| n == "hot"))
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+    {
+        eprintln!(
+            "  our heaviest stack with hot ({w:.0} samples), leaf first: {}",
+            names.join(" <- ")
+        );
+    }
+}
+
 fn debug_stacks(our: &Stacks, spy: &Stacks) {
     let show = |what: &str, s: &Stacks, keep: &dyn Fn(&[String]) -> bool| {
         let mut by: BTreeMap<String, f64> = BTreeMap::new();
@@ -683,19 +689,7 @@ async fn python_frames_in_a_container() {
         "\ncontainer ({CONTAINED_PYTHON} run as {}, host pid {pid}, NSpid {ns:?})",
         exe.display()
     );
-    eprintln!("python debug info: {:#}", info["debugInfo"]["python"]);
-    eprintln!("bpf counters: {}", info["debugInfo"]["bpf"]);
-    if let Some((names, _, w)) = our
-        .stacks
-        .iter()
-        .filter(|s| s.0.iter().any(|n| n == "hot"))
-        .max_by(|a, b| a.2.total_cmp(&b.2))
-    {
-        eprintln!(
-            "  heaviest stack with hot ({w:.0} samples), leaf first: {}",
-            names.join(" <- ")
-        );
-    }
+    print_counters_and_heaviest(&info, &our);
     eprintln!(
         "  samples: {:.0}; hot with outer->middle->hot and native below: {whole:.0}/{with_hot:.0} = {:.1} %; hot share {:.1} %; torn {torn:.0} {heaviest:?}",
         our.total(),

@@ -327,23 +327,17 @@ impl<'a> Rebuild<'a> {
         }
         let link = get("link_table", &self.dict.link_table, i64::from(i))?;
         let mut labels = Vec::with_capacity(2);
-        if link.span_id.len() == SPAN_ID_BYTES {
-            let key = self.string_value(SPAN_ID_LABEL);
-            let str = self.string_value(&hex(&link.span_id));
-            labels.push(pprof::Label {
-                key,
-                str,
-                ..pprof::Label::default()
-            });
-        }
-        if link.trace_id.len() == TRACE_ID_BYTES {
-            let key = self.string_value(TRACE_ID_LABEL);
-            let str = self.string_value(&hex(&link.trace_id));
-            labels.push(pprof::Label {
-                key,
-                str,
-                ..pprof::Label::default()
-            });
+        for (name, id, len) in [
+            (SPAN_ID_LABEL, &link.span_id, SPAN_ID_BYTES),
+            (TRACE_ID_LABEL, &link.trace_id, TRACE_ID_BYTES),
+        ] {
+            if id.len() == len {
+                labels.push(pprof::Label {
+                    key: self.string_value(name),
+                    str: self.string_value(&hex(id)),
+                    ..pprof::Label::default()
+                });
+            }
         }
         out.extend_from_slice(&labels);
         self.links.insert(i, labels);
