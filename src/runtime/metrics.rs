@@ -9,10 +9,13 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use crate::sync::lock;
 use prometheus_client::encoding::text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
 /// The label set Alloy puts on component metrics: `component_id` plus `component_path`.
@@ -87,11 +90,48 @@ impl MetricsRegistry {
     }
 }
 
+/// A counter family: its name and help, registered once per process by [`InstanceCounter`].
+pub trait CounterFamily: Send + Sync + 'static {
+    const NAME: &'static str;
+    const HELP: &'static str;
+}
+
+/// The registered family of `F` (keyed by type in [`MetricsRegistry::get_or_register`]).
+struct Registered<F>(Family<Labels, Counter>, PhantomData<F>);
+
+/// One component instance's series of a counter family: the shape of the failure counters of
+/// the components that poll (created at 0, so an alert on its rate sees the first failure;
+/// removed when the instance exits).
+pub struct InstanceCounter {
+    family: Family<Labels, Counter>,
+    labels: Labels,
+}
+
+impl InstanceCounter {
+    /// The series `labels` (usually [`component_labels`], plus any the family adds) of `F`.
+    pub fn new<F: CounterFamily>(registry: &MetricsRegistry, labels: Labels) -> Self {
+        let registered = registry.get_or_register(|r: &mut Registry| {
+            let family = Family::default();
+            r.register(F::NAME, F::HELP, family.clone());
+            Registered::<F>(family, PhantomData)
+        });
+        let family = registered.0.clone();
+        drop(family.get_or_create(&labels));
+        InstanceCounter { family, labels }
+    }
+
+    pub fn inc(&self) {
+        self.family.get_or_create(&self.labels).inc();
+    }
+
+    /// Removes this instance's series (the component exited).
+    pub fn remove(&self) {
+        self.family.remove(&self.labels);
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use prometheus_client::metrics::counter::Counter;
-    use prometheus_client::metrics::family::Family;
-
     use super::*;
 
     struct Set {
@@ -133,5 +173,41 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    struct Polls;
+    impl CounterFamily for Polls {
+        const NAME: &'static str = "test_poll_failures";
+        const HELP: &'static str = "Failed polls.";
+    }
+
+    #[test]
+    fn instance_counters_start_at_zero_share_one_family_and_go_with_their_instance() {
+        let reg = MetricsRegistry::new();
+        let a = InstanceCounter::new::<Polls>(&reg, component_labels("test.a.x"));
+        let b = InstanceCounter::new::<Polls>(&reg, component_labels("test.a.y"));
+        b.inc();
+        b.inc();
+        let text = reg.encode().expect("encode");
+        assert_eq!(
+            text.matches("# TYPE test_poll_failures counter").count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"test_poll_failures_total{component_id="test.a.x",component_path="/"} 0"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"test_poll_failures_total{component_id="test.a.y",component_path="/"} 2"#
+            ),
+            "{text}"
+        );
+        a.remove();
+        let text = reg.encode().expect("encode");
+        assert!(!text.contains(r#"component_id="test.a.x""#), "{text}");
     }
 }

@@ -11,6 +11,7 @@ mod check;
 pub mod component;
 pub mod controller;
 pub mod event;
+pub mod failing;
 mod graph;
 pub mod health;
 pub mod info;

@@ -3,44 +3,32 @@
 //! `component_id`, `component_path`). Failures are a warning when they start or their reason
 //! changes, a debug line while they repeat, and an info line when the API answers again.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::registry::Registry;
-
 use crate::runtime::event::InternalEvent;
-use crate::runtime::metrics::{Labels, MetricsRegistry, component_labels};
+use crate::runtime::metrics::{CounterFamily, InstanceCounter, MetricsRegistry, component_labels};
 
-/// The family, registered once per process.
-struct Failures(Family<Labels, Counter>);
+/// The failure counter's family.
+struct Failures;
+
+impl CounterFamily for Failures {
+    const NAME: &'static str = "prometheus_sd_refresh_failures";
+    const HELP: &'static str = "Number of refresh failures for the given SD mechanism.";
+}
 
 /// One instance's series.
-pub(super) struct InstanceMetrics {
-    all: Arc<Failures>,
-    base: Labels,
-}
+pub(super) struct InstanceMetrics(InstanceCounter);
 
 impl InstanceMetrics {
     pub(super) fn new(registry: &MetricsRegistry, component_id: &str) -> Self {
-        let all = registry.get_or_register(|r: &mut Registry| {
-            let f = Failures(Family::default());
-            r.register(
-                "prometheus_sd_refresh_failures",
-                "Number of refresh failures for the given SD mechanism.",
-                f.0.clone(),
-            );
-            f
-        });
-        let mut base = component_labels(component_id);
-        base.push(("mechanism".to_string(), "docker".to_string()));
-        InstanceMetrics { all, base }
+        let mut labels = component_labels(component_id);
+        labels.push(("mechanism".to_string(), "docker".to_string()));
+        InstanceMetrics(InstanceCounter::new::<Failures>(registry, labels))
     }
 
     /// Removes this instance's series (the component exited).
     pub(super) fn remove(&self) {
-        self.all.0.remove(&self.base);
+        self.0.remove();
     }
 }
 
@@ -57,7 +45,7 @@ pub(super) struct ListFailed<'a> {
 
 impl InternalEvent for ListFailed<'_> {
     fn emit(self) {
-        self.metrics.all.0.get_or_create(&self.metrics.base).inc();
+        self.metrics.0.inc();
         if self.new {
             tracing::warn!(component = %self.component, host = %self.host, error = %self.error, kept_targets = self.kept, "cannot list Docker containers; keeping the last good targets");
         } else {

@@ -34,7 +34,7 @@ pub mod targets;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -46,6 +46,7 @@ use crate::gocompat::time::rfc3339_nanos;
 use crate::httpclient::HttpClient;
 use crate::labels::LabelSet;
 use crate::runtime::event::emit;
+use crate::runtime::failing::Failing;
 use crate::runtime::health::Health;
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
 use crate::syntax::decode::Invalid;
@@ -67,7 +68,7 @@ struct State {
     client: Arc<HttpClient>,
     generation: u64,
     output: Vec<Arc<LabelSet>>,
-    failing: Option<(String, Instant)>,
+    failing: Failing,
     refreshes: u64,
     last_refresh: Option<SystemTime>,
 }
@@ -113,7 +114,7 @@ impl Docker {
         st.last_refresh = Some(SystemTime::now());
         match result {
             Ok((containers, networks)) => {
-                if let Some((_, since)) = st.failing.take() {
+                if let Some(since) = st.failing.recovered() {
                     emit(ListRecovered {
                         component: &self.id,
                         since,
@@ -132,7 +133,7 @@ impl Docker {
                 }
             }
             Err(error) => {
-                let new = st.failing.as_ref().is_none_or(|(e, _)| *e != error);
+                let new = st.failing.failed(&error);
                 emit(ListFailed {
                     component: &self.id,
                     host: &args.host,
@@ -141,8 +142,6 @@ impl Docker {
                     kept: st.output.len(),
                     metrics: &self.metrics,
                 });
-                let since = st.failing.as_ref().map_or_else(Instant::now, |(_, s)| *s);
-                st.failing = Some((error, since));
             }
         }
     }
@@ -171,7 +170,7 @@ impl Component for Docker {
                 client,
                 generation: 0,
                 output: Vec::new(),
-                failing: None,
+                failing: Failing::default(),
                 refreshes: 0,
                 last_refresh: None,
             }),
@@ -214,13 +213,13 @@ impl Component for Docker {
             "targets": st.output.len(),
             "refreshes": st.refreshes,
             "last_refresh": st.last_refresh.map(rfc3339_nanos),
-            "last_error": st.failing.as_ref().map(|(e, _)| e),
+            "last_error": st.failing.error(),
         }))
     }
 
     fn health(&self) -> Option<Health> {
         let st = self.state();
-        let (error, _) = st.failing.as_ref()?;
+        let error = st.failing.error()?;
         Some(Health::unhealthy(format!(
             "last refresh failed: {error}; keeping the last good targets ({})",
             st.output.len()

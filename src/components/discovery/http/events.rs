@@ -3,49 +3,33 @@
 //! Failures are a warning when they start or their reason changes, a debug line while they
 //! repeat, and an info line when a request succeeds again.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::registry::Registry;
-
 use crate::runtime::event::InternalEvent;
-use crate::runtime::metrics::{Labels, MetricsRegistry, component_labels};
+use crate::runtime::metrics::{CounterFamily, InstanceCounter, MetricsRegistry, component_labels};
 
-/// The family, registered once per process.
-struct HttpMetrics {
-    failures: Family<Labels, Counter>,
+/// The failure counter's family.
+struct Failures;
+
+impl CounterFamily for Failures {
+    const NAME: &'static str = "prometheus_sd_http_failures";
+    const HELP: &'static str = "Number of HTTP service discovery refresh failures.";
 }
 
 /// One instance's series.
-pub(super) struct InstanceMetrics {
-    all: Arc<HttpMetrics>,
-    base: Labels,
-}
+pub(super) struct InstanceMetrics(InstanceCounter);
 
 impl InstanceMetrics {
     pub(super) fn new(registry: &MetricsRegistry, component_id: &str) -> Self {
-        let all = registry.get_or_register(|r: &mut Registry| {
-            let m = HttpMetrics {
-                failures: Family::default(),
-            };
-            r.register(
-                "prometheus_sd_http_failures",
-                "Number of HTTP service discovery refresh failures.",
-                m.failures.clone(),
-            );
-            m
-        });
-        InstanceMetrics {
-            all,
-            base: component_labels(component_id),
-        }
+        InstanceMetrics(InstanceCounter::new::<Failures>(
+            registry,
+            component_labels(component_id),
+        ))
     }
 
     /// Removes this instance's series (the component exited).
     pub(super) fn remove(&self) {
-        self.all.failures.remove(&self.base);
+        self.0.remove();
     }
 }
 
@@ -62,11 +46,7 @@ pub(super) struct RequestFailed<'a> {
 
 impl InternalEvent for RequestFailed<'_> {
     fn emit(self) {
-        self.metrics
-            .all
-            .failures
-            .get_or_create(&self.metrics.base)
-            .inc();
+        self.metrics.0.inc();
         if self.new {
             tracing::warn!(component = %self.component, url = %self.url, error = %self.error, kept_targets = self.kept, "discovery.http request failed; keeping the last good targets");
         } else {

@@ -50,6 +50,7 @@ use crate::gocompat::time::{format_go_duration, rfc3339_nanos};
 use crate::httpclient::HttpClient;
 use crate::labels::LabelSet;
 use crate::runtime::event::emit;
+use crate::runtime::failing::Failing;
 use crate::runtime::health::Health;
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
 use crate::syntax::decode::Invalid;
@@ -74,7 +75,7 @@ struct State {
     generation: u64,
     output: Vec<Arc<LabelSet>>,
     /// The error of the last request, while requests fail, and since when.
-    failing: Option<(String, Instant)>,
+    failing: Failing,
     failures: u64,
     requests: u64,
     publications: u64,
@@ -122,7 +123,7 @@ impl Http {
         st.last_duration = Some(started.elapsed());
         match result {
             Ok(targets) => {
-                if let Some((_, since)) = st.failing.take() {
+                if let Some(since) = st.failing.recovered() {
                     emit(RequestRecovered {
                         component: &self.id,
                         url: &url,
@@ -138,7 +139,7 @@ impl Http {
             }
             Err(error) => {
                 st.failures += 1;
-                let new = st.failing.as_ref().is_none_or(|(e, _)| *e != error);
+                let new = st.failing.failed(&error);
                 emit(RequestFailed {
                     component: &self.id,
                     url: &url,
@@ -147,8 +148,6 @@ impl Http {
                     kept: st.output.len(),
                     metrics: &self.metrics,
                 });
-                let since = st.failing.as_ref().map_or_else(Instant::now, |(_, s)| *s);
-                st.failing = Some((error, since));
             }
         }
     }
@@ -176,7 +175,7 @@ impl Component for Http {
                 client,
                 generation: 0,
                 output: Vec::new(),
-                failing: None,
+                failing: Failing::default(),
                 failures: 0,
                 requests: 0,
                 publications: 0,
@@ -225,13 +224,13 @@ impl Component for Http {
             "publications": st.publications,
             "last_request": st.last_request.map(rfc3339_nanos),
             "last_request_duration": st.last_duration.map(format_go_duration),
-            "last_error": st.failing.as_ref().map(|(e, _)| e),
+            "last_error": st.failing.error(),
         }))
     }
 
     fn health(&self) -> Option<Health> {
         let st = self.state();
-        let (error, _) = st.failing.as_ref()?;
+        let error = st.failing.error()?;
         Some(Health::unhealthy(format!(
             "last request to {} failed: {error}; keeping the last good targets ({})",
             st.args.url,

@@ -3,49 +3,34 @@
 //! no metric for this). A failed read is a warning when failures start or their reason
 //! changes, a debug line while they repeat, and an info line when a read succeeds again.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::registry::Registry;
-
 use crate::runtime::event::InternalEvent;
-use crate::runtime::metrics::{Labels, MetricsRegistry, component_labels};
+use crate::runtime::metrics::{CounterFamily, InstanceCounter, MetricsRegistry, component_labels};
 
-/// The family, registered once per process.
-struct PollMetrics {
-    failures: Family<Labels, Counter>,
+/// The failure counter's family.
+struct Failures;
+
+impl CounterFamily for Failures {
+    const NAME: &'static str = "scraper_remote_kubernetes_poll_failures";
+    const HELP: &'static str =
+        "Failed reads of a Kubernetes Secret or ConfigMap by remote.kubernetes.*.";
 }
 
 /// One instance's series.
-pub(super) struct InstanceMetrics {
-    all: Arc<PollMetrics>,
-    base: Labels,
-}
+pub(super) struct InstanceMetrics(InstanceCounter);
 
 impl InstanceMetrics {
     pub(super) fn new(registry: &MetricsRegistry, component_id: &str) -> Self {
-        let all = registry.get_or_register(|r: &mut Registry| {
-            let m = PollMetrics {
-                failures: Family::default(),
-            };
-            r.register(
-                "scraper_remote_kubernetes_poll_failures",
-                "Failed reads of a Kubernetes Secret or ConfigMap by remote.kubernetes.*.",
-                m.failures.clone(),
-            );
-            m
-        });
-        let base = component_labels(component_id);
-        // Present at 0 from the start, so an alert on its rate sees the first failure.
-        drop(all.failures.get_or_create(&base));
-        InstanceMetrics { all, base }
+        InstanceMetrics(InstanceCounter::new::<Failures>(
+            registry,
+            component_labels(component_id),
+        ))
     }
 
     /// Removes this instance's series (the component exited).
     pub(super) fn remove(&self) {
-        self.all.failures.remove(&self.base);
+        self.0.remove();
     }
 }
 
@@ -63,11 +48,7 @@ pub(super) struct PollFailed<'a> {
 
 impl InternalEvent for PollFailed<'_> {
     fn emit(self) {
-        self.metrics
-            .all
-            .failures
-            .get_or_create(&self.metrics.base)
-            .inc();
+        self.metrics.0.inc();
         if self.new {
             tracing::warn!(component = %self.component, object = %self.object, error = %self.error, kept_keys = self.kept_keys, "reading from the Kubernetes API failed; keeping the last good data");
         } else {

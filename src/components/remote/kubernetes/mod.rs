@@ -60,7 +60,7 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -72,6 +72,7 @@ use crate::gocompat::time::rfc3339_nanos;
 use crate::httpclient::HttpClient;
 use crate::protocols::kubernetes::client as kube_client;
 use crate::runtime::event::emit;
+use crate::runtime::failing::Failing;
 use crate::runtime::health::Health;
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
 use crate::syntax::decode::Invalid;
@@ -120,7 +121,7 @@ struct State {
     /// The last good data; `None` before the first good read.
     data: Option<BTreeMap<String, String>>,
     /// The error of the last read, while reads fail, and since when.
-    failing: Option<(String, Instant)>,
+    failing: Failing,
     polls: u64,
     failures: u64,
     last_poll: Option<SystemTime>,
@@ -239,7 +240,7 @@ impl<R: Resource> Remote<R> {
 
     /// Applies good data: publishes it if it changed, ends a run of failures.
     fn succeeded(&self, st: &mut State, data: BTreeMap<String, String>) {
-        if let Some((_, since)) = st.failing.take() {
+        if let Some(since) = st.failing.recovered() {
             emit(PollRecovered {
                 component: &self.id,
                 object: &object(&st.args),
@@ -269,7 +270,7 @@ impl<R: Resource> Remote<R> {
             Ok(data) => self.succeeded(&mut st, data),
             Err(error) => {
                 st.failures += 1;
-                let new = st.failing.as_ref().is_none_or(|(e, _)| *e != error);
+                let new = st.failing.failed(&error);
                 emit(PollFailed {
                     component: &self.id,
                     object: &object(&args),
@@ -278,8 +279,6 @@ impl<R: Resource> Remote<R> {
                     kept_keys: st.data.as_ref().map_or(0, BTreeMap::len),
                     metrics: &self.metrics,
                 });
-                let since = st.failing.as_ref().map_or_else(Instant::now, |(_, s)| *s);
-                st.failing = Some((error, since));
             }
         }
     }
@@ -317,7 +316,7 @@ impl<R: Resource> Component for Remote<R> {
                 client: None,
                 generation: 0,
                 data: Some(data),
-                failing: None,
+                failing: Failing::default(),
                 polls: 1,
                 failures: 0,
                 last_poll: Some(SystemTime::now()),
@@ -371,13 +370,13 @@ impl<R: Resource> Component for Remote<R> {
             "polls": st.polls,
             "failures": st.failures,
             "last_poll": st.last_poll.map(rfc3339_nanos),
-            "last_error": st.failing.as_ref().map(|(e, _)| e),
+            "last_error": st.failing.error(),
         }))
     }
 
     fn health(&self) -> Option<Health> {
         let st = self.state();
-        if let Some((error, _)) = &st.failing {
+        if let Some(error) = st.failing.error() {
             return Some(Health::unhealthy(format!(
                 "polling failed: {error}; keeping the last good data ({} keys)",
                 st.data.as_ref().map_or(0, BTreeMap::len)
