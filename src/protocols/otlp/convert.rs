@@ -95,6 +95,16 @@ pub(super) fn get<'a, T>(
         })
 }
 
+/// Attribute `a` of the dictionary and its key, both indices checked.
+pub(super) fn keyed_attribute(
+    dict: &otlp::ProfilesDictionary,
+    a: i32,
+) -> Result<(&otlp::KeyValueAndUnit, &str), ConvertError> {
+    let kv = get("attribute_table", &dict.attribute_table, i64::from(a))?;
+    let key = get("string_table", &dict.string_table, kv.key_strindex.into())?;
+    Ok((kv, key.as_str()))
+}
+
 // ---------------------------------------------------------------------------------------------
 // pprof → OTLP
 // ---------------------------------------------------------------------------------------------

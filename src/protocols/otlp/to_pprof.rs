@@ -8,7 +8,9 @@
 
 use std::collections::HashMap;
 
-use super::convert::{BUILD_ID_ATTRIBUTE, ConvertError, SERVICE_NAME_ATTRIBUTE, get};
+use super::convert::{
+    BUILD_ID_ATTRIBUTE, ConvertError, SERVICE_NAME_ATTRIBUTE, get, keyed_attribute,
+};
 use super::labels::{DroppedAttributes, LabelValue, Place, ValueKind, label_value, string_index};
 use super::pprof_strings::PprofStrings;
 use super::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
@@ -153,12 +155,7 @@ impl<'a> Rebuild<'a> {
         // times, and reading it each time would cost its length per copy.
         let mut last_build_id = None;
         for &a in &m.attribute_indices {
-            let kv = get("attribute_table", &self.dict.attribute_table, i64::from(a))?;
-            let key = get(
-                "string_table",
-                &self.dict.string_table,
-                kv.key_strindex.into(),
-            )?;
+            let (kv, key) = keyed_attribute(self.dict, a)?;
             if key == BUILD_ID_ATTRIBUTE && attribute_text(kv, &self.dict.string_table)?.is_some() {
                 last_build_id = Some((a, kv));
             }
@@ -251,12 +248,7 @@ impl<'a> Rebuild<'a> {
             Resolved::Label(l) => Some(l),
             Resolved::Absent => None,
             Resolved::Dropped(kind) => {
-                let kv = get("attribute_table", &self.dict.attribute_table, i64::from(a))?;
-                let key = get(
-                    "string_table",
-                    &self.dict.string_table,
-                    kv.key_strindex.into(),
-                )?;
+                let (_, key) = keyed_attribute(self.dict, a)?;
                 dropped.add(Place::Sample, kind, key);
                 None
             }
@@ -268,11 +260,7 @@ impl<'a> Rebuild<'a> {
         if self.rule == SampleLabels::Pyroscope {
             // The key is checked first (a broken index is an error whatever the value) but
             // added to the table only for a label: a dropped attribute leaves no string.
-            get(
-                "string_table",
-                &self.dict.string_table,
-                kv.key_strindex.into(),
-            )?;
+            keyed_attribute(self.dict, a)?;
             let text = match label_value(kv.value.as_ref(), &self.dict.string_table)? {
                 LabelValue::Text(t) => t,
                 LabelValue::Absent => return Ok(Resolved::Absent),
@@ -556,9 +544,8 @@ pub fn samples_to_pprof(
         let mut label = Vec::with_capacity(s.attribute_indices.len());
         for &a in &s.attribute_indices {
             if !skip.is_empty() {
-                let kv = get("attribute_table", &dict.attribute_table, i64::from(a))?;
-                let key = get("string_table", &dict.string_table, kv.key_strindex.into())?;
-                if skip.contains(&key.as_str()) {
+                let (_, key) = keyed_attribute(dict, a)?;
+                if skip.contains(&key) {
                     continue;
                 }
             }
