@@ -16,20 +16,11 @@ impl CounterFamily for Failures {
     const HELP: &'static str = "Number of refresh failures for the given SD mechanism.";
 }
 
-/// One instance's series.
-pub(super) struct InstanceMetrics(InstanceCounter);
-
-impl InstanceMetrics {
-    pub(super) fn new(registry: &MetricsRegistry, component_id: &str) -> Self {
-        let mut labels = component_labels(component_id);
-        labels.push(("mechanism".to_string(), "docker".to_string()));
-        InstanceMetrics(InstanceCounter::new::<Failures>(registry, labels))
-    }
-
-    /// Removes this instance's series (the component exited).
-    pub(super) fn remove(&self) {
-        self.0.remove();
-    }
+/// This instance's failure series.
+pub(super) fn failures(registry: &MetricsRegistry, component_id: &str) -> InstanceCounter {
+    let mut labels = component_labels(component_id);
+    labels.push(("mechanism".to_string(), "docker".to_string()));
+    InstanceCounter::new::<Failures>(registry, labels)
 }
 
 /// Listing containers or networks failed; the last good targets stay.
@@ -40,12 +31,12 @@ pub(super) struct ListFailed<'a> {
     /// The first failure in a row, or one for a different reason.
     pub new: bool,
     pub kept: usize,
-    pub metrics: &'a InstanceMetrics,
+    pub metrics: &'a InstanceCounter,
 }
 
 impl InternalEvent for ListFailed<'_> {
     fn emit(self) {
-        self.metrics.0.inc();
+        self.metrics.inc();
         if self.new {
             tracing::warn!(component = %self.component, host = %self.host, error = %self.error, kept_targets = self.kept, "cannot list Docker containers; keeping the last good targets");
         } else {

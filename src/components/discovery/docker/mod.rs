@@ -40,7 +40,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 pub use args::{Arguments, Filter, Options};
-use events::{InstanceMetrics, ListFailed, ListRecovered};
+use events::{ListFailed, ListRecovered};
 
 use crate::gocompat::time::rfc3339_nanos;
 use crate::httpclient::HttpClient;
@@ -48,6 +48,7 @@ use crate::labels::LabelSet;
 use crate::runtime::event::emit;
 use crate::runtime::failing::Failing;
 use crate::runtime::health::Health;
+use crate::runtime::metrics::InstanceCounter;
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
 use crate::syntax::decode::Invalid;
 use crate::syntax::value::Value;
@@ -57,7 +58,7 @@ use crate::targets as target;
 pub struct Docker {
     id: String,
     exports: ExportsHandle,
-    metrics: InstanceMetrics,
+    metrics: InstanceCounter,
     state: Mutex<State>,
     rearm: Notify,
 }
@@ -161,7 +162,7 @@ impl Component for Docker {
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
         let (endpoint, client) = connect(&args)?;
         Ok(Docker {
-            metrics: InstanceMetrics::new(&opts.metrics, &opts.id),
+            metrics: events::failures(&opts.metrics, &opts.id),
             id: opts.id,
             exports: opts.exports,
             state: Mutex::new(State {

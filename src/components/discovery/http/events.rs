@@ -16,21 +16,9 @@ impl CounterFamily for Failures {
     const HELP: &'static str = "Number of HTTP service discovery refresh failures.";
 }
 
-/// One instance's series.
-pub(super) struct InstanceMetrics(InstanceCounter);
-
-impl InstanceMetrics {
-    pub(super) fn new(registry: &MetricsRegistry, component_id: &str) -> Self {
-        InstanceMetrics(InstanceCounter::new::<Failures>(
-            registry,
-            component_labels(component_id),
-        ))
-    }
-
-    /// Removes this instance's series (the component exited).
-    pub(super) fn remove(&self) {
-        self.0.remove();
-    }
+/// This instance's failure series.
+pub(super) fn failures(registry: &MetricsRegistry, component_id: &str) -> InstanceCounter {
+    InstanceCounter::new::<Failures>(registry, component_labels(component_id))
 }
 
 /// A request failed; the last good targets stay.
@@ -41,12 +29,12 @@ pub(super) struct RequestFailed<'a> {
     /// The first failure in a row, or one for a different reason.
     pub new: bool,
     pub kept: usize,
-    pub metrics: &'a InstanceMetrics,
+    pub metrics: &'a InstanceCounter,
 }
 
 impl InternalEvent for RequestFailed<'_> {
     fn emit(self) {
-        self.metrics.0.inc();
+        self.metrics.inc();
         if self.new {
             tracing::warn!(component = %self.component, url = %self.url, error = %self.error, kept_targets = self.kept, "discovery.http request failed; keeping the last good targets");
         } else {

@@ -52,17 +52,18 @@ use crate::labels::LabelSet;
 use crate::runtime::event::emit;
 use crate::runtime::failing::Failing;
 use crate::runtime::health::Health;
+use crate::runtime::metrics::InstanceCounter;
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
 use crate::syntax::decode::Invalid;
 use crate::syntax::value::Value;
 use crate::targets as target;
-use events::{InstanceMetrics, RequestFailed, RequestRecovered};
+use events::{RequestFailed, RequestRecovered};
 
 /// The running component.
 pub struct Http {
     id: String,
     exports: ExportsHandle,
-    metrics: InstanceMetrics,
+    metrics: InstanceCounter,
     state: Mutex<State>,
     /// Wakes the loop when the arguments changed.
     rearm: Notify,
@@ -167,7 +168,7 @@ impl Component for Http {
     fn build(opts: ComponentOptions, args: Arguments) -> Result<Self, BoxError> {
         let client = client(&args)?;
         Ok(Http {
-            metrics: InstanceMetrics::new(&opts.metrics, &opts.id),
+            metrics: events::failures(&opts.metrics, &opts.id),
             id: opts.id,
             exports: opts.exports,
             state: Mutex::new(State {

@@ -17,21 +17,9 @@ impl CounterFamily for Failures {
         "Failed reads of a Kubernetes Secret or ConfigMap by remote.kubernetes.*.";
 }
 
-/// One instance's series.
-pub(super) struct InstanceMetrics(InstanceCounter);
-
-impl InstanceMetrics {
-    pub(super) fn new(registry: &MetricsRegistry, component_id: &str) -> Self {
-        InstanceMetrics(InstanceCounter::new::<Failures>(
-            registry,
-            component_labels(component_id),
-        ))
-    }
-
-    /// Removes this instance's series (the component exited).
-    pub(super) fn remove(&self) {
-        self.0.remove();
-    }
+/// This instance's failure series.
+pub(super) fn failures(registry: &MetricsRegistry, component_id: &str) -> InstanceCounter {
+    InstanceCounter::new::<Failures>(registry, component_labels(component_id))
 }
 
 /// A read failed; the last good data stays exported.
@@ -43,12 +31,12 @@ pub(super) struct PollFailed<'a> {
     /// The first failure in a row, or one for a different reason.
     pub new: bool,
     pub kept_keys: usize,
-    pub metrics: &'a InstanceMetrics,
+    pub metrics: &'a InstanceCounter,
 }
 
 impl InternalEvent for PollFailed<'_> {
     fn emit(self) {
-        self.metrics.0.inc();
+        self.metrics.inc();
         if self.new {
             tracing::warn!(component = %self.component, object = %self.object, error = %self.error, kept_keys = self.kept_keys, "reading from the Kubernetes API failed; keeping the last good data");
         } else {

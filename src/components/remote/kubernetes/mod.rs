@@ -74,10 +74,11 @@ use crate::protocols::kubernetes::client as kube_client;
 use crate::runtime::event::emit;
 use crate::runtime::failing::Failing;
 use crate::runtime::health::Health;
+use crate::runtime::metrics::InstanceCounter;
 use crate::runtime::{BoxError, Component, ComponentOptions, ExportsHandle};
 use crate::syntax::decode::Invalid;
 use crate::syntax::value::{Secret as SecretValue, Value};
-use events::{InstanceMetrics, PollFailed, PollRecovered};
+use events::{PollFailed, PollRecovered};
 
 /// Which object a registration reads.
 pub trait Resource: Send + Sync + 'static {
@@ -105,7 +106,7 @@ pub type ConfigMap = Remote<ConfigMapResource>;
 pub struct Remote<R: Resource> {
     id: String,
     exports: ExportsHandle,
-    metrics: InstanceMetrics,
+    metrics: InstanceCounter,
     state: Mutex<State>,
     /// Wakes the loop when the arguments changed.
     rearm: Notify,
@@ -308,7 +309,7 @@ impl<R: Resource> Component for Remote<R> {
         let data = read_now(R::KIND, &args)?;
         opts.exports.publish(exports(R::KIND, &data));
         Ok(Remote {
-            metrics: InstanceMetrics::new(&opts.metrics, &opts.id),
+            metrics: events::failures(&opts.metrics, &opts.id),
             id: opts.id,
             exports: opts.exports,
             state: Mutex::new(State {
