@@ -29,6 +29,8 @@
  */
 #define PY_MAX_FRAMES 64
 #define PY_MAX_THREADS 512
+/* Frames of the innermost activation followed to check it was entered whole (entered_whole). */
+#define PY_CHECK_FRAMES 8
 
 /*
  * One CPython interpreter frame: its code object and the instruction it last ran, whose top
@@ -73,6 +75,14 @@ struct record {
 #define PY_NO_THREAD 2 /* no thread state of the interpreter has this thread's id */
 #define PY_TRUNCATED 4 /* more than PY_MAX_FRAMES frames */
 #define PY_FAULT 8 /* a read of the interpreter's memory failed */
+#define PY_ENTERING 16 /* the innermost activation was being entered: its frames are unknown */
+
+/*
+ * The entry byte of a frame that stands for an activation being entered (PY_ENTERING): it has
+ * no code, and ends that activation's (empty) group of frames. Mirrors `ENTERING` in
+ * src/components/pyroscope/ebpf/python/mod.rs; no interpreter's entry byte is this value.
+ */
+#define PY_ENTERING_MARK 0xfe
 
 /*
  * Where a CPython process keeps what the walk needs: the address of _PyRuntime and the
@@ -93,7 +103,14 @@ struct py_proc {
 	u16 frame_instr; /* prev_instr (instr_ptr on 3.13+) */
 	u16 frame_entry; /* is_entry (3.11) or owner (3.12+): one byte */
 	u16 tstate_pthread; /* PyThreadState.thread_id: pthread_self(), the thread's TCB */
-	u16 pad;
+	u16 cframe_previous; /* _PyCFrame.previous (3.11, 3.12); PY_NONE on 3.13+ */
+	/*
+	 * How the entry byte ends an activation: 0 when it is is_entry, set on the activation's
+	 * outermost frame (3.11); else the `owner` value of the C-stack shim frame each activation
+	 * pushes below its first frame (FRAME_OWNED_BY_CSTACK, 3.12+).
+	 */
+	u16 entry_shim;
+	u16 pad[3];
 };
 
 #define PY_NONE 0xffff
@@ -124,7 +141,8 @@ enum stat {
 	STAT_PY_NO_THREAD = 6, /* walks that found no thread state for the sampled thread */
 	STAT_PY_TRUNCATED = 7, /* walks cut at PY_MAX_FRAMES */
 	STAT_PY_FAULT = 8, /* walks that met an unreadable address */
-	STAT_COUNT = 9,
+	STAT_PY_ENTERING = 9, /* walks that met an activation being entered */
+	STAT_COUNT = 10,
 };
 
 struct {
@@ -204,6 +222,34 @@ static __always_inline u64 read_ptr(u64 addr, u32 *flags)
 }
 
 /*
+ * Whether the innermost interpreter loop activation, whose current frame is `frame`, was
+ * entered whole: its chain of frames ends (is_entry, or the C-stack shim) with a link to
+ * `outer`, the frame its caller's cframe holds (cframe.previous->current_frame, set and
+ * unchanged while the caller waits in C).
+ *
+ * 3.11 and 3.12 make a new activation current (tstate->cframe = &cframe) a few instructions
+ * before they give it its frame (cframe.current_frame = frame) and link that frame to the
+ * caller's: a sample there reads whatever an earlier call left in that C stack slot, another
+ * call's frames or an unreadable address. Being entered, an activation has one frame (and
+ * 3.12's shim), so a chain that has not ended within PY_CHECK_FRAMES is an activation that
+ * has run long: it is trusted. 3.13 sets the frame before making it current.
+ */
+static __always_inline int entered_whole(const struct py_proc *p, u64 frame, u64 outer)
+{
+	for (int i = 0; i < PY_CHECK_FRAMES; i++) {
+		u8 entry = 0;
+		u64 next = 0;
+		if (!frame || bpf_probe_read_user(&entry, 1, (void *)(frame + p->frame_entry)) ||
+		    bpf_probe_read_user(&next, sizeof(next), (void *)(frame + p->frame_previous)))
+			return 0;
+		if (p->entry_shim ? entry == p->entry_shim : entry != 0)
+			return next == outer;
+		frame = next;
+	}
+	return 1;
+}
+
+/*
  * Records the CPython frames of the current thread at this moment: finds its thread state in
  * the main interpreter's list, then follows the frame chain from its current frame. Reading
  * them later from user space would give another moment's stack.
@@ -250,11 +296,26 @@ static __always_inline void walk_python(struct record *r, const struct py_proc *
 		r->py_flags = flags | PY_NO_THREAD;
 		return;
 	}
-	u64 frame = read_ptr(found + p->tstate_frame, &flags);
-	if (frame && p->cframe_frame != PY_NONE)
-		frame = read_ptr(frame + p->cframe_frame, &flags);
-	u32 n = 0;
-	for (int i = 0; i < PY_MAX_FRAMES; i++) {
+	u64 cframe = read_ptr(found + p->tstate_frame, &flags);
+	u64 frame = cframe;
+	u32 n0 = 0;
+	if (frame && p->cframe_frame != PY_NONE) {
+		frame = read_ptr(cframe + p->cframe_frame, &flags);
+		if (p->cframe_previous != PY_NONE) {
+			u64 prev = read_ptr(cframe + p->cframe_previous, &flags);
+			u64 outer = prev ? read_ptr(prev + p->cframe_frame, &flags) : 0;
+			if (prev && !entered_whole(p, frame, outer)) {
+				flags |= PY_ENTERING;
+				r->py[0].code = 0;
+				r->py[0].instr = (u64)PY_ENTERING_MARK << 56;
+				n0 = 1;
+				frame = outer;
+			}
+		}
+	}
+	u32 n = n0;
+	/* No branch but the exits in the body, as in the thread search above. */
+	for (int i = 0; i + n0 < PY_MAX_FRAMES; i++) {
 		if (!frame)
 			break;
 		u64 code = read_ptr(frame + p->frame_code, &flags);
@@ -262,9 +323,10 @@ static __always_inline void walk_python(struct record *r, const struct py_proc *
 		u8 entry = 0;
 		if (bpf_probe_read_user(&entry, 1, (void *)(frame + p->frame_entry)))
 			flags |= PY_FAULT;
-		r->py[i].code = code;
-		r->py[i].instr = (instr & 0x00ffffffffffffffULL) | ((u64)entry << 56);
-		n = i + 1;
+		u32 at = (i + n0) & (PY_MAX_FRAMES - 1);
+		r->py[at].code = code;
+		r->py[at].instr = (instr & 0x00ffffffffffffffULL) | ((u64)entry << 56);
+		n = at + 1;
 		frame = read_ptr(frame + p->frame_previous, &flags);
 	}
 	if (frame)
@@ -282,6 +344,8 @@ static __always_inline void count_python(u32 flags)
 		count(STAT_PY_TRUNCATED);
 	if (flags & PY_FAULT)
 		count(STAT_PY_FAULT);
+	if (flags & PY_ENTERING)
+		count(STAT_PY_ENTERING);
 }
 
 SEC("perf_event")

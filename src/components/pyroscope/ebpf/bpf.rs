@@ -170,6 +170,9 @@ pub struct Stats {
     pub python_truncated: u64,
     /// Walks that met an unreadable address (wrong offsets, or memory being changed).
     pub python_faults: u64,
+    /// Walks that met an activation of the interpreter loop being entered (3.11, 3.12): its
+    /// frames were not set yet, so that activation shows none.
+    pub python_entering: u64,
 }
 
 /// A loaded and attached sampler. Dropping it detaches the program and frees its maps.
@@ -297,6 +300,7 @@ impl BpfSampler {
             python_no_thread: read(6),
             python_truncated: read(7),
             python_faults: read(8),
+            python_entering: read(9),
         }
     }
 

@@ -470,13 +470,14 @@ impl Runner {
                     }
                 }
             }
+            // Python processes are registered with the sampler before it follows them: a
+            // sample taken in between would have no Python frames (the examination takes
+            // ~20 ms a process).
+            for &pid in &pids {
+                self.python.observe(pid, sampler.as_mut());
+            }
             let r = sampler.set_filter(Some(&pids));
             self.offcpu.set_filter(Some(&pids), &self.metrics);
-            if r.is_ok() {
-                for &pid in &pids {
-                    self.python.observe(pid, sampler.as_mut());
-                }
-            }
             self.followed = pids;
             r
         };

@@ -356,9 +356,9 @@ mod tests {
         assert!(parse_record(&e).is_none(), "unknown kind");
     }
 
-    /// A thread that blocks a few times and exits: every chosen switch-out of it is followed
-    /// by its END (or DROP), and its last one, in do_task_dead, is never chosen (it has no
-    /// switch-in: its STACK record would wait for a reuse of the thread id).
+    /// A process (one thread) that blocks a few times and exits: every chosen switch-out of it
+    /// is followed by its END (or DROP), and its last one, in do_task_dead, is never chosen (it
+    /// has no switch-in: its STACK record would wait for a reuse of the thread id).
     #[test]
     fn an_exiting_thread_leaves_no_stack_without_an_end_as_root() {
         // SAFETY: geteuid has no preconditions and cannot fail.
@@ -374,18 +374,31 @@ mod tests {
             min_block_ns: 0,
         })
         .expect("load the off-CPU program");
-        sampler
-            .set_filter(Some(&HashSet::from([std::process::id()])))
-            .expect("follow this process");
-        let worker = std::thread::spawn(|| {
-            for _ in 0..3 {
-                std::thread::sleep(std::time::Duration::from_millis(5));
+        // A child process, not a thread of this one: the filter follows a whole process, and
+        // this test binary's other threads (tests run in parallel) would fill the ring. The
+        // child waits for a line before it blocks three times and exits, so that it is
+        // followed from before its first chosen switch-out.
+        let mut child = match std::process::Command::new("sh")
+            .args(["-c", "read x; sleep 0.005; sleep 0.005; sleep 0.005"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("skipping: no sh to run: {e}");
+                return;
             }
-            // SAFETY: gettid has no preconditions and cannot fail.
-            unsafe { libc::gettid() as u32 }
-        });
-        let tid = worker.join().expect("worker");
-        // The exited thread's last switch-out has happened once join returned; a pause lets
+        };
+        let tid = child.id();
+        sampler
+            .set_filter(Some(&HashSet::from([tid])))
+            .expect("follow the child");
+        if let Some(mut stdin) = child.stdin.take() {
+            use std::io::Write as _;
+            stdin.write_all(b"go\n").expect("write to the child");
+        }
+        assert!(child.wait().expect("wait for the child").success());
+        // The exited process's last switch-out has happened once wait returned; a pause lets
         // its records reach the ring.
         std::thread::sleep(std::time::Duration::from_millis(50));
         let mut stacks = Vec::new();
@@ -408,7 +421,7 @@ mod tests {
         });
         assert!(
             stacks.len() >= 3,
-            "the worker's sleeps were chosen: {stacks:?}"
+            "the child's waits were chosen: {stacks:?}"
         );
         assert_eq!(stacks, ends, "every chosen switch-out of the worker ended");
         assert!(sampler.stats().exiting >= 1, "{:?}", sampler.stats());

@@ -47,6 +47,9 @@ pub const TRUNCATED: &str = "[truncated]";
 /// `PY_*` flags of a walk (bpf/profile.bpf.c).
 pub const PY_NO_THREAD: u32 = 2;
 pub const PY_TRUNCATED: u32 = 4;
+/// The entry byte of the frame the BPF program records for an activation it met being entered
+/// (`PY_ENTERING_MARK`): no code, and an empty group of frames for that activation.
+pub const ENTERING: u8 = 0xfe;
 /// A process is reported when at least this many of its walks were seen and most of them
 /// found no thread state (a layout or namespace problem, not a thread CPython does not know).
 const NO_THREAD_MIN_WALKS: u64 = 20;
@@ -162,6 +165,10 @@ impl Python {
             key.push(PY_KEY);
             key.push(u64::from(python.flags & PY_TRUNCATED));
             for &(code, raw) in &python.frames {
+                if (raw >> 56) as u8 == ENTERING {
+                    key.extend_from_slice(&[code, raw]);
+                    continue;
+                }
                 let f = key_frame(code, raw, |c, i| self.code(pid, c).map(|c| c.line(i)));
                 key.extend_from_slice(&f);
             }
@@ -342,6 +349,11 @@ impl Python {
         for &(code, raw) in &stack.frames {
             let marker = (raw >> 56) as u8;
             let instr = raw & !MARKER;
+            if marker == ENTERING {
+                // Its frames were not set yet: the native activation shows none.
+                end_activation(&mut out);
+                continue;
+            }
             let entry = match entry_kind {
                 Entry::IsEntry => marker != 0,
                 Entry::CStackShim(owner) => {
@@ -506,6 +518,66 @@ mod tests {
         let mut out = Vec::new();
         end_activation(&mut out);
         assert_eq!(out[0].frame, None);
+    }
+
+    /// A walk that met the innermost activation being entered: that activation's native
+    /// `_PyEval_EvalFrameDefault` gets no frames, the outer one gets the walk's next frame.
+    #[test]
+    fn an_activation_being_entered_shows_no_frames() {
+        let counters = Counters {
+            walked: Counter::default(),
+            failed: Counter::default(),
+            no_thread: Counter::default(),
+        };
+        let mut py = Python::new(true, &Budget::unlimited(), counters);
+        let layout = offsets::layout(3, 11).expect("3.11");
+        let Ok(mem) = File::open("/dev/null") else {
+            return;
+        };
+        let walked = Proc::Walked {
+            layout,
+            mem,
+            walks: 0,
+            no_thread: 0,
+            reported: false,
+        };
+        py.procs.insert(7, (None, walked));
+        // The marker, then the outer activation's one frame (is_entry set); its code object
+        // cannot be read from /dev/null.
+        let stack = stack_of(&[(0, u64::from(ENTERING) << 56), (0x500, 0x1000 | 1 << 56)]);
+        let named = py.name(7, &stack);
+        assert_eq!(named.len(), 2);
+        assert_eq!((named[0].frame.as_ref(), named[0].entry), (None, true));
+        let outer = named[1].frame.as_ref().map(|f| &*f.function);
+        assert_eq!((outer, named[1].entry), (Some(UNREADABLE), true));
+        assert_eq!(py.unreadable, 1, "the marker is no unreadable frame");
+        let native = |name: &str| Frame {
+            function: Arc::from(name),
+            module: Arc::from("python3"),
+            source: None,
+        };
+        let stack = splice::splice(
+            vec![
+                native(splice::EVAL_FRAME),
+                native("builtin_sorted"),
+                native(splice::EVAL_FRAME),
+                native("main"),
+            ],
+            &named,
+        );
+        let names: Vec<&str> = stack.iter().map(|f| &*f.function).collect();
+        assert_eq!(names, ["builtin_sorted", UNREADABLE, "main"]);
+        // The key holds the marker as it is (no code object is looked up for it).
+        let key = py.stack_key(7, &[0x10], &stack_of(&[(0, u64::from(ENTERING) << 56)]));
+        assert_eq!(key, [0x10, PY_KEY, 0, 0, u64::from(ENTERING) << 56]);
+        assert_eq!(py.unreadable, 1);
+    }
+
+    fn stack_of(frames: &[(u64, u64)]) -> PyStack {
+        PyStack {
+            frames: frames.to_vec(),
+            flags: 1,
+        }
     }
 
     #[test]

@@ -34,10 +34,27 @@ pub struct PyProc {
     /// `PyThreadState.thread_id`: `pthread_self()`, which the BPF program compares with the
     /// thread's FS base (the same in every pid namespace, unlike `native_thread_id`).
     pub tstate_pthread: u16,
-    pub pad: u16,
+    /// `_PyCFrame.previous` (3.11, 3.12), [`NONE`] on 3.13+: the BPF program checks that
+    /// the innermost activation's frames link to its caller's (see `walk_python`).
+    pub cframe_previous: u16,
+    /// What ends an activation, for the BPF program: 0 for `is_entry`, else the C-stack shim's
+    /// `owner` value ([`Entry`], which [`PyProc::with_entry`] copies here).
+    pub entry_shim: u16,
+    pub pad: [u16; 3],
 }
 
-// SAFETY: plain old data with no padding holes (8 + 12 * 2 bytes), as the map expects.
+impl PyProc {
+    /// `self` with [`PyProc::entry_shim`] set for `entry`.
+    fn with_entry(self, entry: Entry) -> PyProc {
+        let entry_shim = match entry {
+            Entry::IsEntry => 0,
+            Entry::CStackShim(owner) => u16::from(owner),
+        };
+        PyProc { entry_shim, ..self }
+    }
+}
+
+// SAFETY: plain old data with no padding holes (8 + 16 * 2 bytes), as the map expects.
 unsafe impl aya::Pod for PyProc {}
 
 /// `PY_NONE` in profile.bpf.c.
@@ -82,7 +99,8 @@ pub struct Layout {
 /// The layout of CPython `major.minor`, or `None` when we have none.
 pub fn layout(major: u8, minor: u8) -> Option<Layout> {
     // interpreters.head is at 40 in both; main follows it.
-    let walk = |tstate_head, tid: u16, cframe_frame, previous, code| PyProc {
+    // _PyCFrame is {use_tracing (3.11 only), current_frame, previous}: previous follows.
+    let walk = |tstate_head, tid: u16, cframe_frame: u16, previous, code| PyProc {
         runtime: 0,
         interp_main: 48,
         tstate_head,
@@ -96,7 +114,9 @@ pub fn layout(major: u8, minor: u8) -> Option<Layout> {
         frame_code: code,
         frame_instr: 56,
         frame_entry: 0,
-        pad: 0,
+        cframe_previous: cframe_frame + 8,
+        entry_shim: 0,
+        pad: [0; 3],
     };
     let codes = |firstlineno, code, ascii_size, compact_size| CodeLayout {
         filename: 112,
@@ -114,7 +134,8 @@ pub fn layout(major: u8, minor: u8) -> Option<Layout> {
             walk: PyProc {
                 frame_entry: 68,
                 ..walk(16, 160, 8, 48, 32)
-            },
+            }
+            .with_entry(Entry::IsEntry),
             entry: Entry::IsEntry,
             code: codes(72, 184, 48, 72),
         }),
@@ -122,7 +143,8 @@ pub fn layout(major: u8, minor: u8) -> Option<Layout> {
             walk: PyProc {
                 frame_entry: 70,
                 ..walk(72, 144, 0, 8, 0)
-            },
+            }
+            .with_entry(Entry::CStackShim(3)),
             entry: Entry::CStackShim(3),
             code: codes(68, 192, 40, 56),
         }),
@@ -166,8 +188,11 @@ pub fn from_debug_offsets(b: &[u8]) -> Option<Layout> {
         frame_instr: small(224 + 24)?,
         frame_entry: small(224 + 40)?,
         tstate_pthread: small(152 + 40)?,
-        pad: 0,
-    };
+        cframe_previous: NONE,
+        entry_shim: 0,
+        pad: [0; 3],
+    }
+    .with_entry(Entry::CStackShim(3));
     let ascii_size = usize::from(small(536 + 24)?);
     let code = CodeLayout {
         filename: usize::from(small(272 + 8)?),
@@ -235,6 +260,7 @@ mod tests {
         );
         assert_eq!(l.walk.tstate_pthread, 152);
         assert_eq!((l.walk.tstate_frame, l.walk.cframe_frame), (72, NONE));
+        assert_eq!((l.walk.cframe_previous, l.walk.entry_shim), (NONE, 3));
         assert_eq!((l.code.code, l.code.compact_size), (200, 56));
         // (what is changed, at, value): each makes the block unusable.
         let bad: [(&str, usize, u64); 3] = [
@@ -255,20 +281,23 @@ mod tests {
 
     #[test]
     fn tables_exist_for_the_supported_versions_only() {
-        // (version, has a table, native_thread_id, thread_id offsets): from the DWARF of
-        // pyenv's builds (`p &((PyThreadState*)0)->thread_id`).
+        // (version, has a table, native_thread_id, thread_id, _PyCFrame.previous offsets,
+        // entry_shim): from the DWARF of pyenv's builds (`p &((PyThreadState*)0)->thread_id`,
+        // `p &((_PyCFrame*)0)->previous`).
         let cases = [
-            ((3, 10), false, 0, 0),
-            ((3, 11), true, 160, 152),
-            ((3, 12), true, 144, 136),
-            ((3, 13), false, 0, 0),
+            ((3, 10), false, 0, 0, 0, 0),
+            ((3, 11), true, 160, 152, 16, 0),
+            ((3, 12), true, 144, 136, 8, 3),
+            ((3, 13), false, 0, 0, 0, 0),
         ];
-        for ((major, minor), known, tid, pthread) in cases {
+        for ((major, minor), known, tid, pthread, cframe_previous, shim) in cases {
             let l = layout(major, minor);
             assert_eq!(l.is_some(), known, "{major}.{minor}");
             if let Some(l) = l {
                 assert_eq!(l.walk.tstate_tid, tid);
                 assert_eq!(l.walk.tstate_pthread, pthread);
+                assert_eq!(l.walk.cframe_previous, cframe_previous);
+                assert_eq!(l.walk.entry_shim, shim);
                 // interpreters.main, not head (40).
                 assert_eq!(l.walk.interp_main, 48);
                 assert_ne!(l.walk.frame_entry, 0);
@@ -276,8 +305,8 @@ mod tests {
         }
         assert_eq!(
             std::mem::size_of::<PyProc>(),
-            32,
-            "struct py_proc is 32 bytes"
+            40,
+            "struct py_proc is 40 bytes"
         );
     }
 }
