@@ -49,6 +49,7 @@ use scrape_support::{Scraper, decode};
 use scraper::pprof::proto::Profile;
 use support::ebpf::{need_compiler, need_root, spawn};
 use support::pyroscope_receiver::PyroscopeReceiver;
+use support::python::{DEBIAN_3_11, PYENV_3_11, PYENV_3_12, PYENV_3_13, ebpf_config};
 
 /// The scraper's collection interval, seconds.
 const COLLECT: u64 = 5;
@@ -84,22 +85,10 @@ const MAX_ORACLE_TORN: f64 = 0.005;
 /// (label, interpreter, required): the two 3.11 builds the acceptance names must be there
 /// when `SCRAPER_REQUIRE_PYSPY=1`; 3.12 and 3.13 are compared when the image has them.
 const PYTHONS: &[(&str, &str, bool)] = &[
-    ("debian-stripped", "/usr/bin/python3.11", true),
-    (
-        "pyenv-shared",
-        "/root/.pyenv/versions/3.11.7/bin/python3",
-        true,
-    ),
-    (
-        "pyenv-3.12",
-        "/root/.pyenv/versions/3.12.1/bin/python3",
-        false,
-    ),
-    (
-        "pyenv-3.13",
-        "/root/.pyenv/versions/3.13.0/bin/python3",
-        false,
-    ),
+    ("debian-stripped", DEBIAN_3_11, true),
+    ("pyenv-shared", PYENV_3_11, true),
+    ("pyenv-3.12", PYENV_3_12, false),
+    ("pyenv-3.13", PYENV_3_13, false),
 ];
 
 fn required(var: &str) -> bool {
@@ -126,22 +115,7 @@ fn fixture() -> PathBuf {
 }
 
 fn config(pid: u32, service: &str, receiver: &str, python: bool) -> String {
-    format!(
-        r#"
-pyroscope.ebpf "py" {{
-  targets          = [{{"__process_pid__" = "{pid}", "service_name" = "{service}"}}]
-  forward_to       = [pyroscope.write.out.receiver]
-  collect_interval = "{COLLECT}s"
-  python_enabled   = {python}
-}}
-
-pyroscope.write "out" {{
-  endpoint {{
-    url = "{receiver}"
-  }}
-}}
-"#
-    )
+    ebpf_config(&[(pid, service)], receiver, COLLECT, python)
 }
 
 /// Samples of one profiler: stacks of function names, leaf first, with their weights.
@@ -569,7 +543,7 @@ async fn python_frames_match_py_spy() {
 /// namespaces: a tmpfs on `$1` (private to the new mount namespace, `unshare`'s default
 /// propagation), the interpreter `$2` copied there and exec'd on the fixture `$3`, so that it
 /// is the namespace's pid 1.
-const CONTAINED_PYTHON: &str = "/usr/bin/python3.11";
+const CONTAINED_PYTHON: &str = DEBIAN_3_11;
 const CONTAINER_SHELL: &str =
     r#"mount -t tmpfs scraper-py "$1" && cp "$2" "$1/python3.11" && exec "$1/python3.11" "$3""#;
 /// Profiles the container test reads: its first (a partial interval) and a whole one.

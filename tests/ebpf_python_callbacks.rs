@@ -33,6 +33,7 @@ use std::time::Duration;
 use scrape_support::{Scraper, decode};
 use support::ebpf::{bpf_required, need_root, spawn, stacks};
 use support::pyroscope_receiver::PyroscopeReceiver;
+use support::python::{DEBIAN_3_11, PYENV_3_11, PYENV_3_12, PYENV_3_13, ebpf_config};
 
 /// The scraper's collection interval, seconds.
 const COLLECT: u64 = 5;
@@ -63,52 +64,14 @@ const UNREADABLE: &str = "[python: unreadable code object]";
 
 /// (label, interpreter, required when `SCRAPER_REQUIRE_BPF=1`).
 const PYTHONS: &[(&str, &str, bool)] = &[
-    ("debian-3.11", "/usr/bin/python3.11", true),
-    (
-        "pyenv-3.11",
-        "/root/.pyenv/versions/3.11.7/bin/python3",
-        false,
-    ),
-    (
-        "pyenv-3.12",
-        "/root/.pyenv/versions/3.12.1/bin/python3",
-        false,
-    ),
-    (
-        "pyenv-3.13",
-        "/root/.pyenv/versions/3.13.0/bin/python3",
-        false,
-    ),
+    ("debian-3.11", DEBIAN_3_11, true),
+    ("pyenv-3.11", PYENV_3_11, false),
+    ("pyenv-3.12", PYENV_3_12, false),
+    ("pyenv-3.13", PYENV_3_13, false),
 ];
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ebpf/python/callbacks.py")
-}
-
-fn config(targets: &[(u32, String)], receiver: &str) -> String {
-    let targets: Vec<String> = targets
-        .iter()
-        .map(|(pid, service)| {
-            format!(r#"{{"__process_pid__" = "{pid}", "service_name" = "{service}"}}"#)
-        })
-        .collect();
-    format!(
-        r#"
-pyroscope.ebpf "py" {{
-  targets          = [{}]
-  forward_to       = [pyroscope.write.out.receiver]
-  collect_interval = "{COLLECT}s"
-  python_enabled   = true
-}}
-
-pyroscope.write "out" {{
-  endpoint {{
-    url = "{receiver}"
-  }}
-}}
-"#,
-        targets.join(", ")
-    )
 }
 
 /// Why a stack's Python frames (root first) are not nested as the fixture calls them, if so.
@@ -201,7 +164,8 @@ async fn python_frames_while_c_calls_python() {
     }
     let receiver = PyroscopeReceiver::start().await;
     let url = receiver.url();
-    let scraper = Scraper::start(|_| config(&targets, &url)).await;
+    let services: Vec<(u32, &str)> = targets.iter().map(|(p, s)| (*p, s.as_str())).collect();
+    let scraper = Scraper::start(|_| ebpf_config(&services, &url, COLLECT, true)).await;
     let profiles = |r: &PyroscopeReceiver, service: &str| -> Vec<scraper::pprof::proto::Profile> {
         r.received()
             .iter()

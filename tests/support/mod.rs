@@ -14,4 +14,5 @@ pub mod helm;
 pub mod logs;
 pub mod profile_server;
 pub mod pyroscope_receiver;
+pub mod python;
 pub mod tools;
