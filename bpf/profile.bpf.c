@@ -31,6 +31,8 @@
 #define PY_MAX_THREADS 512
 /* Frames of the innermost activation followed to check it was entered whole (entered_whole). */
 #define PY_CHECK_FRAMES 8
+/* Activations (cframes) followed to check a caller's cframe is live (live_cframes). */
+#define PY_CHECK_CFRAMES 16
 
 /*
  * One CPython interpreter frame: its code object and the instruction it last ran, whose top
@@ -110,7 +112,8 @@ struct py_proc {
 	 * pushes below its first frame (FRAME_OWNED_BY_CSTACK, 3.12+).
 	 */
 	u16 entry_shim;
-	u16 pad[3];
+	u16 tstate_root_cframe; /* PyThreadState.root_cframe (3.11, 3.12): where cframes chain to */
+	u16 pad[2];
 };
 
 #define PY_NONE 0xffff
@@ -224,15 +227,17 @@ static __always_inline u64 read_ptr(u64 addr, u32 *flags)
 /*
  * Whether the innermost interpreter loop activation, whose current frame is `frame`, was
  * entered whole: its chain of frames ends (is_entry, or the C-stack shim) with a link to
- * `outer`, the frame its caller's cframe holds (cframe.previous->current_frame, set and
- * unchanged while the caller waits in C).
+ * `outer`, the frame its caller's cframe holds (cframe.previous->current_frame, unchanged while
+ * the caller waits in C), and no frame before that end links out of the activation.
  *
  * 3.11 and 3.12 make a new activation current (tstate->cframe = &cframe) a few instructions
- * before they give it its frame (cframe.current_frame = frame) and link that frame to the
- * caller's: a sample there reads whatever an earlier call left in that C stack slot, another
- * call's frames or an unreadable address. Being entered, an activation has one frame (and
- * 3.12's shim), so a chain that has not ended within PY_CHECK_FRAMES is an activation that
- * has run long: it is trusted. 3.13 sets the frame before making it current.
+ * before they set its cframe's fields (current_frame and previous, stored together) and link
+ * the frame to its caller's: a sample there reads what the last activation at that C stack
+ * address left, another call's frames or an unreadable address. A frame that links to `outer`
+ * without ending its activation is such a frame (3.11 initialises is_entry to false before
+ * the activation sets it). Being entered, an activation has one frame (and 3.12's shim), so a
+ * chain that has not ended within PY_CHECK_FRAMES is an activation that has run long: it is
+ * trusted. 3.13 sets the frame before making it current.
  */
 static __always_inline int entered_whole(const struct py_proc *p, u64 frame, u64 outer)
 {
@@ -244,9 +249,33 @@ static __always_inline int entered_whole(const struct py_proc *p, u64 frame, u64
 			return 0;
 		if (p->entry_shim ? entry == p->entry_shim : entry != 0)
 			return next == outer;
+		if (!next || next == outer || next == frame)
+			return 0;
 		frame = next;
 	}
 	return 1;
+}
+
+/*
+ * Whether `prev`, the previous field of the cframe `cframe` of thread state `ts`, starts a live
+ * chain of the thread's cframes: each caller's higher on the stack than its callee's, ending at
+ * the thread state's root_cframe within PY_CHECK_CFRAMES. Asked only of an activation being
+ * entered, whose previous field may be a value left by an earlier activation at its address.
+ */
+static __always_inline int live_cframes(const struct py_proc *p, u64 ts, u64 cframe, u64 prev)
+{
+	u64 root = ts + p->tstate_root_cframe;
+	u64 below = cframe;
+	for (int i = 0; i < PY_CHECK_CFRAMES; i++) {
+		if (prev == root)
+			return 1;
+		if (prev <= below)
+			return 0;
+		below = prev;
+		if (bpf_probe_read_user(&prev, sizeof(prev), (void *)(prev + p->cframe_previous)))
+			return 0;
+	}
+	return 0;
 }
 
 /*
@@ -301,15 +330,17 @@ static __always_inline void walk_python(struct record *r, const struct py_proc *
 	u32 n0 = 0;
 	if (frame && p->cframe_frame != PY_NONE) {
 		frame = read_ptr(cframe + p->cframe_frame, &flags);
-		if (p->cframe_previous != PY_NONE) {
+		/* The root cframe (no Python running) has no previous. */
+		if (p->cframe_previous != PY_NONE && cframe != found + p->tstate_root_cframe) {
 			u64 prev = read_ptr(cframe + p->cframe_previous, &flags);
 			u64 outer = prev ? read_ptr(prev + p->cframe_frame, &flags) : 0;
-			if (prev && !entered_whole(p, frame, outer)) {
+			if (!prev || !entered_whole(p, frame, outer)) {
 				flags |= PY_ENTERING;
 				r->py[0].code = 0;
 				r->py[0].instr = (u64)PY_ENTERING_MARK << 56;
 				n0 = 1;
-				frame = outer;
+				/* The callers' frames when the caller's cframe is live; else none. */
+				frame = prev && live_cframes(p, found, cframe, prev) ? outer : 0;
 			}
 		}
 	}

@@ -17,6 +17,8 @@
 //! * every sample's Python frames, root first, start at `<module>` and each is called by a
 //!   function the fixture calls it from ([`CALLERS`]): a stack missing its innermost frames
 //!   (the activation being entered) is true, one with a frame under the wrong caller is not;
+//! * each Python frame sits on its own native activation: a function only C calls
+//!   ([`CALLED_FROM_C`]) has a native frame right below it, any other its Python caller;
 //! * at least 99 % of the samples show `<module> <- main`, from the first interval on: the walk
 //!   gave every sample its Python frames.
 //!
@@ -59,6 +61,10 @@ const CALLERS: &[(&str, &[&str])] = &[
     ("leaf", &["key"]),
     ("add", &["by_reduce"]),
 ];
+/// The fixture's functions that only C calls (a builtin calling them back): each runs in its
+/// own activation of the interpreter loop, so a native frame is right below it. Every other
+/// function is called inline from Python (3.11+), so its caller's Python frame is.
+const CALLED_FROM_C: &[&str] = &["key", "add", "inner"];
 /// The name our profiles give a frame whose code object could not be read.
 const UNREADABLE: &str = "[python: unreadable code object]";
 
@@ -94,13 +100,35 @@ fn misnested(python: &[&str]) -> Option<String> {
     None
 }
 
+/// Why a whole stack (leaf first: name, is it a Python frame) puts a Python frame on the wrong
+/// native activation, if it does: the frames are nested right but spliced into the wrong
+/// `_PyEval_EvalFrameDefault` (a walk that took an activation's frames for its caller's).
+fn misplaced(frames: &[(&str, bool)]) -> Option<String> {
+    for (i, &(name, python)) in frames.iter().enumerate() {
+        if !python || name == "<module>" {
+            continue;
+        }
+        let below = frames.get(i + 1);
+        let from_c = CALLED_FROM_C.contains(&name);
+        match below {
+            Some(&(caller, true)) if from_c => return Some(format!("{name} right under {caller}")),
+            Some(&(caller, false)) if !from_c => {
+                return Some(format!("{name} right under native {caller}"));
+            }
+            None => return Some(format!("{name} at the root")),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// What one interpreter's samples showed.
 #[derive(Default, Debug)]
 struct Seen {
     samples: i64,
     rooted: i64,
     unreadable: i64,
-    /// Misnested stacks (Python frames leaf first) by weight.
+    /// Misnested or misplaced stacks (Python frames leaf first) by weight.
     misnested: BTreeMap<String, i64>,
     /// Whole stacks (leaf first) not rooted at `<module> <- main` or holding an unreadable
     /// frame, by weight: printed to show what the walk saw.
@@ -128,7 +156,11 @@ fn tally(p: &scraper::pprof::proto::Profile, into: &mut Seen) {
             let names: Vec<&str> = frames.iter().map(|f| f.function.as_str()).collect();
             *into.odd.entry(names.join(" <- ")).or_default() += weight;
         }
-        if let Some(why) = misnested(&python) {
+        let placed: Vec<(&str, bool)> = frames
+            .iter()
+            .map(|f| (f.function.as_str(), f.module.ends_with(".py")))
+            .collect();
+        if let Some(why) = misnested(&python).or_else(|| misplaced(&placed)) {
             python.reverse();
             *into
                 .misnested
@@ -232,6 +264,43 @@ async fn python_frames_while_c_calls_python() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}\n{}", scraper.logs());
+}
+
+#[test]
+fn misplacing_is_found() {
+    let py = |n| (n, true);
+    let c = |n| (n, false);
+    let right = [
+        c("PyLong_FromLong"),
+        py("leaf"),
+        py("key"),
+        c("list_sort_impl"),
+        c("builtin_sorted"),
+        py("by_sort"),
+        py("main"),
+        py("<module>"),
+        c("PyEval_EvalCode"),
+    ];
+    assert_eq!(misplaced(&right), None);
+    // `key` spliced into by_sort's activation, sorted's C frames above it.
+    let wrong = [
+        c("list_sort_impl"),
+        c("builtin_sorted"),
+        py("leaf"),
+        py("key"),
+        py("by_sort"),
+        py("main"),
+        py("<module>"),
+    ];
+    assert_eq!(
+        misplaced(&wrong).as_deref(),
+        Some("key right under by_sort")
+    );
+    let split = [py("leaf"), c("_PyEval_EvalFrameDefault"), py("key")];
+    assert_eq!(
+        misplaced(&split).as_deref(),
+        Some("leaf right under native _PyEval_EvalFrameDefault")
+    );
 }
 
 #[test]

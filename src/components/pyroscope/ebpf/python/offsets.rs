@@ -40,7 +40,11 @@ pub struct PyProc {
     /// What ends an activation, for the BPF program: 0 for `is_entry`, else the C-stack shim's
     /// `owner` value ([`Entry`], which [`PyProc::with_entry`] copies here).
     pub entry_shim: u16,
-    pub pad: [u16; 3],
+    /// `PyThreadState.root_cframe` (3.11, 3.12), [`NONE`] on 3.13+: where every chain of
+    /// cframes ends, so that the BPF program can tell a live caller's cframe from a value an
+    /// earlier activation left.
+    pub tstate_root_cframe: u16,
+    pub pad: [u16; 2],
 }
 
 impl PyProc {
@@ -100,7 +104,7 @@ pub struct Layout {
 pub fn layout(major: u8, minor: u8) -> Option<Layout> {
     // interpreters.head is at 40 in both; main follows it.
     // _PyCFrame is {use_tracing (3.11 only), current_frame, previous}: previous follows.
-    let walk = |tstate_head, tid: u16, cframe_frame: u16, previous, code| PyProc {
+    let walk = |tstate_head, tid: u16, cframe_frame: u16, root_cframe, previous, code| PyProc {
         runtime: 0,
         interp_main: 48,
         tstate_head,
@@ -116,7 +120,8 @@ pub fn layout(major: u8, minor: u8) -> Option<Layout> {
         frame_entry: 0,
         cframe_previous: cframe_frame + 8,
         entry_shim: 0,
-        pad: [0; 3],
+        tstate_root_cframe: root_cframe,
+        pad: [0; 2],
     };
     let codes = |firstlineno, code, ascii_size, compact_size| CodeLayout {
         filename: 112,
@@ -133,7 +138,7 @@ pub fn layout(major: u8, minor: u8) -> Option<Layout> {
         (3, 11) => Some(Layout {
             walk: PyProc {
                 frame_entry: 68,
-                ..walk(16, 160, 8, 48, 32)
+                ..walk(16, 160, 8, 336, 48, 32)
             }
             .with_entry(Entry::IsEntry),
             entry: Entry::IsEntry,
@@ -142,7 +147,7 @@ pub fn layout(major: u8, minor: u8) -> Option<Layout> {
         (3, 12) => Some(Layout {
             walk: PyProc {
                 frame_entry: 70,
-                ..walk(72, 144, 0, 8, 0)
+                ..walk(72, 144, 0, 272, 8, 0)
             }
             .with_entry(Entry::CStackShim(3)),
             entry: Entry::CStackShim(3),
@@ -190,7 +195,8 @@ pub fn from_debug_offsets(b: &[u8]) -> Option<Layout> {
         tstate_pthread: small(152 + 40)?,
         cframe_previous: NONE,
         entry_shim: 0,
-        pad: [0; 3],
+        tstate_root_cframe: NONE,
+        pad: [0; 2],
     }
     .with_entry(Entry::CStackShim(3));
     let ascii_size = usize::from(small(536 + 24)?);
@@ -281,22 +287,23 @@ mod tests {
 
     #[test]
     fn tables_exist_for_the_supported_versions_only() {
-        // (version, has a table, native_thread_id, thread_id, _PyCFrame.previous offsets,
-        // entry_shim): from the DWARF of pyenv's builds (`p &((PyThreadState*)0)->thread_id`,
-        // `p &((_PyCFrame*)0)->previous`).
+        // (version, has a table, native_thread_id, thread_id, _PyCFrame.previous,
+        // root_cframe offsets, entry_shim): from the DWARF of pyenv's builds
+        // (`p &((PyThreadState*)0)->thread_id`, `p &((_PyCFrame*)0)->previous`).
         let cases = [
-            ((3, 10), false, 0, 0, 0, 0),
-            ((3, 11), true, 160, 152, 16, 0),
-            ((3, 12), true, 144, 136, 8, 3),
-            ((3, 13), false, 0, 0, 0, 0),
+            ((3, 10), false, 0, 0, 0, 0, 0),
+            ((3, 11), true, 160, 152, 16, 336, 0),
+            ((3, 12), true, 144, 136, 8, 272, 3),
+            ((3, 13), false, 0, 0, 0, 0, 0),
         ];
-        for ((major, minor), known, tid, pthread, cframe_previous, shim) in cases {
+        for ((major, minor), known, tid, pthread, cframe_previous, root, shim) in cases {
             let l = layout(major, minor);
             assert_eq!(l.is_some(), known, "{major}.{minor}");
             if let Some(l) = l {
                 assert_eq!(l.walk.tstate_tid, tid);
                 assert_eq!(l.walk.tstate_pthread, pthread);
                 assert_eq!(l.walk.cframe_previous, cframe_previous);
+                assert_eq!(l.walk.tstate_root_cframe, root);
                 assert_eq!(l.walk.entry_shim, shim);
                 // interpreters.main, not head (40).
                 assert_eq!(l.walk.interp_main, 48);
