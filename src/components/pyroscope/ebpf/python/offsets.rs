@@ -38,24 +38,13 @@ pub struct PyProc {
     /// the innermost activation's frames link to its caller's (see `walk_python`).
     pub cframe_previous: u16,
     /// What ends an activation, for the BPF program: 0 for `is_entry`, else the C-stack shim's
-    /// `owner` value ([`Entry`], which [`PyProc::with_entry`] copies here).
+    /// `owner` value ([`Entry`], which [`Layout::new`] copies here).
     pub entry_shim: u16,
     /// `PyThreadState.root_cframe` (3.11, 3.12), [`NONE`] on 3.13+: where every chain of
     /// cframes ends, so that the BPF program can tell a live caller's cframe from a value an
     /// earlier activation left.
     pub tstate_root_cframe: u16,
     pub pad: [u16; 2],
-}
-
-impl PyProc {
-    /// `self` with [`PyProc::entry_shim`] set for `entry`.
-    fn with_entry(self, entry: Entry) -> PyProc {
-        let entry_shim = match entry {
-            Entry::IsEntry => 0,
-            Entry::CStackShim(owner) => u16::from(owner),
-        };
-        PyProc { entry_shim, ..self }
-    }
 }
 
 // SAFETY: plain old data with no padding holes (8 + 16 * 2 bytes), as the map expects.
@@ -100,6 +89,22 @@ pub struct Layout {
     pub code: CodeLayout,
 }
 
+impl Layout {
+    /// The layout with the walk's [`PyProc::entry_shim`] set from `entry`, so the two cannot
+    /// disagree.
+    fn new(walk: PyProc, entry: Entry, code: CodeLayout) -> Layout {
+        let entry_shim = match entry {
+            Entry::IsEntry => 0,
+            Entry::CStackShim(owner) => u16::from(owner),
+        };
+        Layout {
+            walk: PyProc { entry_shim, ..walk },
+            entry,
+            code,
+        }
+    }
+}
+
 /// The layout of CPython `major.minor`, or `None` when we have none.
 pub fn layout(major: u8, minor: u8) -> Option<Layout> {
     // interpreters.head is at 40 in both; main follows it.
@@ -135,24 +140,22 @@ pub fn layout(major: u8, minor: u8) -> Option<Layout> {
         compact_size,
     };
     match (major, minor) {
-        (3, 11) => Some(Layout {
-            walk: PyProc {
+        (3, 11) => Some(Layout::new(
+            PyProc {
                 frame_entry: 68,
                 ..walk(16, 160, 8, 336, 48, 32)
-            }
-            .with_entry(Entry::IsEntry),
-            entry: Entry::IsEntry,
-            code: codes(72, 184, 48, 72),
-        }),
-        (3, 12) => Some(Layout {
-            walk: PyProc {
+            },
+            Entry::IsEntry,
+            codes(72, 184, 48, 72),
+        )),
+        (3, 12) => Some(Layout::new(
+            PyProc {
                 frame_entry: 70,
                 ..walk(72, 144, 0, 272, 8, 0)
-            }
-            .with_entry(Entry::CStackShim(3)),
-            entry: Entry::CStackShim(3),
-            code: codes(68, 192, 40, 56),
-        }),
+            },
+            Entry::CStackShim(3),
+            codes(68, 192, 40, 56),
+        )),
         _ => None,
     }
 }
@@ -197,8 +200,7 @@ pub fn from_debug_offsets(b: &[u8]) -> Option<Layout> {
         entry_shim: 0,
         tstate_root_cframe: NONE,
         pad: [0; 2],
-    }
-    .with_entry(Entry::CStackShim(3));
+    };
     let ascii_size = usize::from(small(536 + 24)?);
     let code = CodeLayout {
         filename: usize::from(small(272 + 8)?),
@@ -212,11 +214,7 @@ pub fn from_debug_offsets(b: &[u8]) -> Option<Layout> {
         // PyCompactUnicodeObject adds utf8_length and utf8 to PyASCIIObject.
         compact_size: ascii_size + 16,
     };
-    Some(Layout {
-        walk,
-        entry: Entry::CStackShim(3),
-        code,
-    })
+    Some(Layout::new(walk, Entry::CStackShim(3), code))
 }
 
 #[cfg(test)]
